@@ -1,0 +1,78 @@
+"""Every exception grammask raises on bad input, in one place.
+
+All derive from :class:`GrammaskError`, so ``except grammask.GrammaskError`` catches
+anything the library reports about its inputs. Messages name the offending piece
+(terminal, rule, keyword, token id, file) so a user can act on them.
+"""
+
+from __future__ import annotations
+
+
+class GrammaskError(Exception):
+    """Base class of all errors grammask reports about its inputs."""
+
+
+class GrammarError(GrammaskError):
+    """A grammar cannot be loaded or compiled (syntax, undefined names, empty language)."""
+
+
+class GrammarSyntaxError(GrammarError):
+    """The grammar source does not parse; the message carries the line and column."""
+
+    def __init__(self, message: str, line: int | None = None, column: int | None = None):
+        self.line = line
+        self.column = column
+        where = f" (line {line}, column {column})" if line is not None else ""
+        super().__init__(f"{message}{where}")
+
+
+class UndefinedSymbolError(GrammarError):
+    """A rule uses a rule or terminal that is not defined."""
+
+
+class EmptyLanguageError(GrammarError):
+    """The grammar (or one of its terminals) derives no finite sentence."""
+
+
+class GrammarConflictError(GrammarError):
+    """The grammar is not LALR(1): the message names the conflicting rules and terminal."""
+
+
+class UnsupportedRegexError(GrammarError):
+    """A terminal's regex uses a feature that has no finite-automaton meaning (lookaround, backreference)."""
+
+
+class UnsupportedSchemaError(GrammarError):
+    """A JSON Schema keyword cannot be enforced exactly; the message names it and its JSON pointer."""
+
+
+class VocabularyError(GrammaskError):
+    """A tokenizer file or object cannot be turned into a vocabulary."""
+
+
+class TokenError(GrammaskError):
+    """A token id is out of range, or is not allowed in the matcher's current state."""
+
+
+class TokenOutOfRangeError(TokenError):
+    """A token id outside ``[0, vocab.n_logits)``."""
+
+
+class TokenRejectedError(TokenError):
+    """``advance`` was given a token the current mask does not allow; the state is unchanged."""
+
+
+class MatcherStateError(GrammaskError):
+    """An operation that the matcher's state does not permit (rollback past the start, advance after EOS)."""
+
+
+class CacheError(GrammaskError):
+    """A compiled-grammar cache file is unreadable, corrupt or stale (normally rebuilt, not raised)."""
+
+
+class BudgetError(GrammaskError):
+    """A token budget too small for any sentence of the grammar."""
+
+
+class ModelError(GrammaskError):
+    """A language model cannot be found, fetched, converted or run."""

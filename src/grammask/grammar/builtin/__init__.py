@@ -1,0 +1,24 @@
+"""Grammars shipped with grammask, stored as Lark files beside this module."""
+
+from __future__ import annotations
+
+from importlib import resources
+
+from grammask.errors import GrammarError
+from grammask.grammar.ir import Grammar
+
+BUILTIN_NAMES = ("json", "c")
+
+
+def builtin_source(name: str) -> str:
+    """The Lark source text of a built-in grammar."""
+    if name not in BUILTIN_NAMES:
+        raise GrammarError(f"no built-in grammar named '{name}'; choose one of: {', '.join(BUILTIN_NAMES)}")
+    return resources.files(__package__).joinpath(f"{name}.lark").read_text(encoding="utf-8")
+
+
+def load_builtin(name: str) -> Grammar:
+    """Load a built-in grammar by name."""
+    from grammask.grammar.lark_frontend import grammar_from_lark
+
+    return grammar_from_lark(builtin_source(name), name=name)

@@ -1,0 +1,119 @@
+"""The grammar IR every front end produces: terminals as regexes, rules over names, a start symbol."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass, field
+
+from grammask.errors import GrammarError, UndefinedSymbolError
+
+
+@dataclass(frozen=True)
+class Terminal:
+    """A grammar-level token.
+
+    ``pattern`` is a regex in Python ``re`` syntax, matched against text and compiled to a
+    byte-level automaton over its UTF-8 encoding. ``flags`` holds inline flag letters
+    (``i``, ``s``, ``m``, ``x``, ``u``, ``a``) as Lark passes them. ``literal`` is set when the
+    terminal is a string literal: a literal wins a tie against a pattern terminal of equal
+    priority that matches the same lexeme (as Lark's lexer does for keywords).
+    """
+
+    name: str
+    pattern: str
+    flags: str = ""
+    literal: str | None = None
+    priority: int = 0
+
+
+@dataclass(frozen=True)
+class Rule:
+    """One production ``lhs -> rhs``; ``rhs`` names terminals and nonterminals (empty for epsilon)."""
+
+    lhs: str
+    rhs: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Grammar:
+    """A context-free grammar with a separate lexer: the one shape all front ends compile to.
+
+    Terminals in ``ignore`` are consumed by the lexer between other terminals and never
+    reach the parser. Build one with a front end (:meth:`from_lark`, :meth:`builtin`) rather
+    than by hand; the constructor checks that every name is defined.
+    """
+
+    terminals: tuple[Terminal, ...]
+    rules: tuple[Rule, ...]
+    start: str
+    ignore: frozenset[str] = frozenset()
+    name: str = field(default="grammar", compare=False)
+
+    def __post_init__(self) -> None:
+        term_names = [t.name for t in self.terminals]
+        if len(set(term_names)) != len(term_names):
+            dup = sorted({n for n in term_names if term_names.count(n) > 1})
+            raise GrammarError(f"terminal defined twice: {', '.join(dup)}")
+        terms = set(term_names)
+        nonterms = {r.lhs for r in self.rules}
+        both = terms & nonterms
+        if both:
+            raise GrammarError(f"name used both as terminal and rule: {', '.join(sorted(both))}")
+        if self.start not in nonterms:
+            raise UndefinedSymbolError(f"start rule '{self.start}' is not defined")
+        for rule in self.rules:
+            for sym in rule.rhs:
+                if sym not in terms and sym not in nonterms:
+                    raise UndefinedSymbolError(f"rule '{rule.lhs}' uses undefined symbol '{sym}'")
+        missing = self.ignore - terms
+        if missing:
+            raise UndefinedSymbolError(f"%ignore names undefined terminal(s): {', '.join(sorted(missing))}")
+
+    @property
+    def terminal_names(self) -> tuple[str, ...]:
+        return tuple(t.name for t in self.terminals)
+
+    @property
+    def nonterminals(self) -> tuple[str, ...]:
+        seen: dict[str, None] = {}
+        for r in self.rules:
+            seen.setdefault(r.lhs, None)
+        return tuple(seen)
+
+    def terminal(self, name: str) -> Terminal:
+        for t in self.terminals:
+            if t.name == name:
+                return t
+        raise UndefinedSymbolError(f"no terminal named '{name}'")
+
+    def fingerprint(self) -> str:
+        """A stable hash of everything that affects compilation (not the display name)."""
+        doc = {
+            "terminals": [[t.name, t.pattern, t.flags, t.literal, t.priority] for t in self.terminals],
+            "rules": [[r.lhs, list(r.rhs)] for r in self.rules],
+            "start": self.start,
+            "ignore": sorted(self.ignore),
+        }
+        return hashlib.sha256(json.dumps(doc, sort_keys=True).encode()).hexdigest()
+
+    # Front ends live in their own modules; these are the public doors to them.
+
+    @classmethod
+    def from_lark(cls, text: str, *, start: str = "start", name: str = "lark") -> "Grammar":
+        """Load a grammar written in Lark's EBNF (``%import common``, ``%ignore``, priorities)."""
+        from grammask.grammar.lark_frontend import grammar_from_lark
+
+        return grammar_from_lark(text, start=start, name=name)
+
+    @classmethod
+    def builtin(cls, name: str) -> "Grammar":
+        """A grammar shipped with grammask: ``json`` (RFC 8259) or ``c`` (a C subset)."""
+        from grammask.grammar.builtin import load_builtin
+
+        return load_builtin(name)
+
+    @classmethod
+    def json(cls) -> "Grammar":
+        """The built-in RFC 8259 JSON grammar."""
+        return cls.builtin("json")

@@ -1,0 +1,57 @@
+"""Lark EBNF to the grammar IR, using lark's own grammar loader (EBNF expansion, imports, priorities)."""
+
+from __future__ import annotations
+
+import re
+
+from lark import exceptions as lark_exc
+from lark.lexer import PatternStr
+from lark.load_grammar import load_grammar
+
+from grammask.errors import GrammarError, GrammarSyntaxError, UndefinedSymbolError
+from grammask.grammar.ir import Grammar, Rule, Terminal
+
+# Patterns from lark's `common` library that use lookarounds, with equivalent regular forms.
+# ESCAPED_STRING: a quote closes the string unless an odd run of backslashes precedes it.
+_REGULAR_EQUIVALENTS = {
+    r'".*?(?<!\\)(\\\\)*?"': r'"(?:[^"\\\n]|\\[^\n])*"',
+}
+
+_UNDEFINED = re.compile(r"(?:Rule|Terminal) '?([^' ]+)'? used but not defined|Terminals? used but not defined")
+
+
+def grammar_from_lark(text: str, *, start: str = "start", name: str = "lark") -> Grammar:
+    """Load Lark EBNF text into a :class:`Grammar`; lark errors become grammask errors with line numbers."""
+    try:
+        loaded, _ = load_grammar(text, "<grammar>", [], False)
+        terminal_defs, lark_rules, ignore = loaded.compile([start], set())
+    except lark_exc.UnexpectedInput as e:
+        raise GrammarSyntaxError(f"Lark grammar syntax error: {_first_line(str(e))}", e.line, e.column) from None
+    except lark_exc.GrammarError as e:
+        msg = str(e)
+        if _UNDEFINED.search(msg) or "not defined" in msg:
+            raise UndefinedSymbolError(f"Lark grammar: {msg}") from None
+        raise GrammarError(f"Lark grammar: {msg}") from None
+    except lark_exc.LarkError as e:
+        raise GrammarError(f"Lark grammar: {e}") from None
+
+    terminals = []
+    for td in terminal_defs:
+        pattern = td.pattern
+        if pattern is None:
+            raise GrammarError(f"terminal {td.name} is declared (%declare) but has no pattern; grammask needs one")
+        regexp = pattern.to_regexp()
+        terminals.append(
+            Terminal(
+                name=str(td.name),
+                pattern=_REGULAR_EQUIVALENTS.get(regexp, regexp),
+                literal=pattern.value if isinstance(pattern, PatternStr) else None,
+                priority=td.priority,
+            )
+        )
+    rules = tuple(Rule(str(r.origin.name), tuple(str(s.name) for s in r.expansion)) for r in lark_rules)
+    return Grammar(tuple(terminals), rules, start, frozenset(str(i) for i in ignore), name=name)
+
+
+def _first_line(message: str) -> str:
+    return message.strip().splitlines()[0] if message.strip() else message
