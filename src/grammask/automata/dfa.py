@@ -1,0 +1,280 @@
+"""Byte NFAs to one trimmed, minimal, deterministically numbered byte DFA.
+
+:func:`build_dfa` takes the union of several NFAs, NFA ``i`` carrying tag ``i``, determinizes it
+(subset construction over byte ranges), trims it so that a transition exists exactly when the
+byte keeps a viable prefix of some tag's language, minimizes it (Moore partition refinement,
+starting from the partition by accepted tag set) and numbers the states in breadth-first order
+from the start over bytes 0..255.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from grammask.automata.regex import ByteNFA, compile_regex
+
+
+@dataclass(frozen=True, eq=False)
+class ByteDFA:
+    """A deterministic automaton over bytes.
+
+    ``trans[s, b]`` is the state reached from ``s`` on byte ``b``, or ``-1`` when no string of any
+    tag's language continues that way (the array is read-only). ``accepts[s]`` holds the tags whose
+    language contains the bytes read to reach ``s``. ``start`` is always 0.
+    """
+
+    trans: np.ndarray
+    accepts: tuple[frozenset[int], ...]
+    start: int = 0
+
+    def __post_init__(self) -> None:
+        self.trans.setflags(write=False)
+
+    @property
+    def n_states(self) -> int:
+        return len(self.accepts)
+
+    def walk(self, data: bytes, state: int = 0) -> int:
+        """The state reached from ``state`` after reading ``data``, or -1 if it dies on the way."""
+        for byte in data:
+            state = int(self.trans[state, byte])
+            if state < 0:
+                return -1
+        return state
+
+
+def regex_to_dfa(pattern: str, flags: str = "", name: str = "<regex>") -> ByteDFA:
+    """The minimal byte DFA of one Python regex (tag 0); errors as in :func:`grammask.automata.regex.parse_regex`."""
+    return build_dfa([compile_regex(pattern, flags, name)])
+
+
+def build_dfa(nfas: Sequence[ByteNFA]) -> ByteDFA:
+    """The trimmed minimal DFA of the union of ``nfas``, where NFA ``i`` carries tag ``i``.
+
+    A shortest-match NFA (:attr:`ByteNFA.shortest`) stops at its first accept: the DFA follows
+    none of its transitions out of a state in which it accepts. If no tag's language has a
+    string, the result is a single start state with no transitions and no accepts.
+    """
+    trans, accepts = _determinize(nfas)
+    columns, byte_class = _byte_classes(trans)
+    live = _live_states(columns, accepts)
+    if not live[0]:
+        return ByteDFA(np.full((1, 256), -1, dtype=np.int32), (frozenset(),))
+    columns, accepts = _restrict(columns, accepts, live)
+    block, block_columns = _minimize(columns, accepts)
+    order = _bfs_order(block_columns, int(block[0]))
+    renumber = np.full(len(block_columns) + 1, -1, dtype=np.int32)  # index -1 (no transition) stays -1
+    renumber[order] = np.arange(len(order), dtype=np.int32)
+    representative = np.empty(len(block_columns), dtype=np.int64)
+    representative[block] = np.arange(len(block))
+    trans = renumber[block_columns[order]][:, byte_class]
+    return ByteDFA(np.ascontiguousarray(trans), tuple(accepts[representative[b]] for b in order))
+
+
+class _Union:
+    """The union of the NFAs as one state space, NFA ``i``'s final state carrying tag ``i``."""
+
+    def __init__(self, nfas: Sequence[ByteNFA]) -> None:
+        self.edges: list[tuple[tuple[int, int, int], ...]] = []
+        self.eps: list[tuple[int, ...]] = []
+        self.starts: list[int] = []
+        self.final_tag: dict[int, int] = {}
+        # Shortest-match NFAs: final state -> the range of states that NFA owns.
+        self.stop_at: dict[int, tuple[int, int]] = {}
+        for tag, nfa in enumerate(nfas):
+            offset = len(self.edges)
+            self.edges.extend(tuple((lo, hi, t + offset) for lo, hi, t in state) for state in nfa.edges)
+            self.eps.extend(tuple(t + offset for t in state) for state in nfa.eps)
+            self.starts.append(nfa.start + offset)
+            self.final_tag[nfa.final + offset] = tag
+            if nfa.shortest:
+                self.stop_at[nfa.final + offset] = (offset, offset + nfa.n_states)
+        self._closures: dict[int, frozenset[int]] = {}
+
+    def close(self, states: Iterable[int]) -> frozenset[int]:
+        """The epsilon closure of ``states``, less the states of shortest-match NFAs that accept."""
+        result: set[int] = set()
+        for s in states:
+            result |= self._closure_of(s)
+        for final in self.stop_at.keys() & result:
+            lo, hi = self.stop_at[final]
+            result = {s for s in result if not lo <= s < hi or s == final}
+        return frozenset(result)
+
+    def _closure_of(self, state: int) -> frozenset[int]:
+        found = self._closures.get(state)
+        if found is None:
+            seen = {state}
+            todo = [state]
+            while todo:
+                for t in self.eps[todo.pop()]:
+                    if t not in seen:
+                        seen.add(t)
+                        todo.append(t)
+            found = self._closures[state] = frozenset(seen)
+        return found
+
+
+def _determinize(nfas: Sequence[ByteNFA]) -> tuple[np.ndarray, list[frozenset[int]]]:
+    """Subset construction: the transition table over all bytes and each state's accepted tags."""
+    union = _Union(nfas)
+    start = union.close(union.starts)
+    ids: dict[frozenset[int], int] = {start: 0}
+    subsets = [start]
+    moved: dict[frozenset[int], int] = {}  # NFA states reached on a byte -> DFA state
+    rows: list[list[tuple[int, int, int]]] = []
+    while len(rows) < len(subsets):
+        row: list[tuple[int, int, int]] = []
+        for lo, hi, reached in _intervals([e for s in subsets[len(rows)] for e in union.edges[s]]):
+            target = moved.get(reached)
+            if target is None:
+                subset = union.close(reached)
+                target = ids.get(subset)
+                if target is None:
+                    target = ids[subset] = len(subsets)
+                    subsets.append(subset)
+                moved[reached] = target
+            if row and row[-1][2] == target and row[-1][1] == lo - 1:
+                row[-1] = (row[-1][0], hi, target)
+            else:
+                row.append((lo, hi, target))
+        rows.append(row)
+
+    trans = np.full((len(subsets), 256), -1, dtype=np.int32)
+    for s, row in enumerate(rows):
+        for lo, hi, t in row:
+            trans[s, lo : hi + 1] = t
+    tag_of = union.final_tag
+    return trans, [frozenset(tag_of[s] for s in subset if s in tag_of) for subset in subsets]
+
+
+def _intervals(edges: list[tuple[int, int, int]]) -> list[tuple[int, int, frozenset[int]]]:
+    """Split overlapping byte-range edges into disjoint ranges, each with every target it reaches."""
+    if not edges:
+        return []
+    points = sorted({lo for lo, _, _ in edges} | {hi + 1 for _, hi, _ in edges})
+    index = {p: i for i, p in enumerate(points)}
+    targets: list[set[int]] = [set() for _ in points]
+    for lo, hi, t in edges:
+        for i in range(index[lo], index[hi + 1]):
+            targets[i].add(t)
+    return [(points[i], points[i + 1] - 1, frozenset(ts)) for i, ts in enumerate(targets) if ts]
+
+
+def _byte_classes(trans: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Merge bytes whose columns are identical: ``trans == columns[:, byte_class]``.
+
+    Classes are numbered in the order of their smallest byte, so scanning a row's classes in
+    order visits its targets in the order bytes 0..255 first reach them.
+    """
+    _, first_byte, inverse = np.unique(trans, axis=1, return_index=True, return_inverse=True)
+    by_first_byte = np.argsort(first_byte)
+    rank = np.empty_like(by_first_byte)
+    rank[by_first_byte] = np.arange(len(by_first_byte))
+    return trans[:, first_byte[by_first_byte]], rank[inverse.reshape(-1)]
+
+
+def _successors(columns: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Each state's distinct targets (no -1) in the order its classes first reach them, as CSR."""
+    order = np.argsort(columns, axis=1, kind="stable")
+    targets = np.take_along_axis(columns, order, axis=1)
+    first = np.ones(targets.shape, dtype=bool)
+    first[:, 1:] = targets[:, 1:] != targets[:, :-1]
+    first &= targets >= 0
+    rows, slots = np.nonzero(first)
+    by_row_then_class = np.lexsort((order[rows, slots], rows))
+    rows, targets = rows[by_row_then_class], targets[rows, slots][by_row_then_class]
+    return np.searchsorted(rows, np.arange(len(columns) + 1)), targets
+
+
+def _live_states(columns: np.ndarray, accepts: list[frozenset[int]]) -> np.ndarray:
+    """Which states can reach an accepting state."""
+    indptr, targets = _successors(columns)
+    sources = np.repeat(np.arange(len(columns)), np.diff(indptr))
+    by_target = np.argsort(targets, kind="stable")
+    pred_ptr = np.searchsorted(targets[by_target], np.arange(len(columns) + 1)).tolist()
+    preds = sources[by_target].tolist()
+    live = [bool(a) for a in accepts]
+    todo = [s for s, is_live in enumerate(live) if is_live]
+    while todo:
+        s = todo.pop()
+        for p in preds[pred_ptr[s] : pred_ptr[s + 1]]:
+            if not live[p]:
+                live[p] = True
+                todo.append(p)
+    return np.array(live)
+
+
+def _restrict(
+    columns: np.ndarray, accepts: list[frozenset[int]], keep: np.ndarray
+) -> tuple[np.ndarray, list[frozenset[int]]]:
+    """Keep only the states in ``keep``, renumbered in order; transitions to the others become -1."""
+    new_id = np.full(len(columns) + 1, -1, dtype=np.int32)  # index -1 (no transition) stays -1
+    new_id[np.flatnonzero(keep)] = np.arange(int(keep.sum()), dtype=np.int32)
+    return new_id[columns[keep]], [a for a, k in zip(accepts, keep) if k]
+
+
+def _minimize(columns: np.ndarray, accepts: list[frozenset[int]]) -> tuple[np.ndarray, np.ndarray]:
+    """Merge equivalent states: each state's block, and the block transition table (-1: none)."""
+    sink = len(accepts)  # stands for "no transition"; every trimmed state differs from it
+    table = np.vstack([np.where(columns < 0, sink, columns), np.full((1, columns.shape[1]), sink)])
+    initial: dict[frozenset[int] | None, int] = {}
+    by_accepts = np.array([initial.setdefault(a, len(initial)) for a in [*accepts, None]], dtype=np.int64)
+    block = _coarsest_stable_partition(by_accepts, table)
+    # The sink is alone in its block: renumber the others 0.. and let the sink's block read -1.
+    sink_block = block[sink]
+    block = np.where(block > sink_block, block - 1, block)
+    block[sink] = -1
+    n_blocks = int(block.max()) + 1
+    representative = np.empty(n_blocks, dtype=np.int64)
+    representative[block[:sink]] = np.arange(sink)
+    return block[:sink], block[table[representative]]
+
+
+def _bfs_order(columns: np.ndarray, start: int) -> list[int]:
+    """The states reachable from ``start``, breadth first, each state's targets in byte order."""
+    indptr, targets = _successors(columns)
+    indptr, targets = indptr.tolist(), targets.tolist()
+    order = [start]
+    seen = {start}
+    for s in order:
+        for t in targets[indptr[s] : indptr[s + 1]]:
+            if t not in seen:
+                seen.add(t)
+                order.append(t)
+    return order
+
+
+# Fixed weights for hashing a state's successor blocks: the result does not depend on them.
+_WEIGHTS = np.random.default_rng(20240601).integers(1, 2**63, size=257, dtype=np.uint64) | np.uint64(1)
+
+
+def _coarsest_stable_partition(initial: np.ndarray, columns: np.ndarray) -> np.ndarray:
+    """Moore refinement of ``initial`` until every block's states agree on the blocks they move to.
+
+    Rounds first split by a 64-bit hash of each state's successor blocks (one vectorised pass per
+    round). A hash collision can only merge states, never split equivalent ones, so the result is
+    then checked for stability and, if a collision slipped through, refined further with exact
+    row comparisons. Both phases converge to the same (unique) coarsest stable partition.
+    """
+    weights = _WEIGHTS[: columns.shape[1] + 1]
+    block = initial
+    n_blocks = int(block.max()) + 1
+    while True:
+        hashes = block[columns].astype(np.uint64) @ weights[1:] + block.astype(np.uint64) * weights[0]
+        refined = np.unique(hashes, return_inverse=True)[1].reshape(-1)
+        n_refined = int(refined.max()) + 1
+        if n_refined <= n_blocks:
+            break
+        block, n_blocks = refined, n_refined
+    while True:
+        signature = np.column_stack([initial, block, block[columns]])
+        representative = np.empty(n_blocks, dtype=np.int64)
+        representative[block] = np.arange(len(block))
+        if np.array_equal(signature, signature[representative[block]]):
+            return block
+        block = np.unique(signature, axis=0, return_inverse=True)[1].reshape(-1)
+        n_blocks = int(block.max()) + 1
