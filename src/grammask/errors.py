@@ -76,3 +76,11 @@ class BudgetError(GrammaskError):
 
 class ModelError(GrammaskError):
     """A language model cannot be found, fetched, converted or run."""
+
+
+class FetchError(GrammaskError):
+    """A file cannot be downloaded (registry unreachable, unknown package, checksum mismatch)."""
+
+
+class DecodingError(GrammaskError):
+    """A generation request cannot be run: a bad decoding parameter, or a prompt that does not fit the model."""
