@@ -56,3 +56,19 @@ def vocab():
 def tokenizer_name(request) -> str:
     """Each of the five test tokenizers in turn."""
     return request.param
+
+
+@functools.cache
+def get_compiled(grammar: str, vocab_name: str):
+    """A built-in grammar compiled for a test tokenizer, once per session (not via the disk cache)."""
+    from grammask import Grammar, compile
+
+    return compile(Grammar.builtin(grammar), get_vocab(vocab_name), cache=False)
+
+
+def pytest_configure(config):
+    # Compiled grammars that tests write go to a throwaway cache, not the user's.
+    import os
+    import tempfile
+
+    os.environ.setdefault("GRAMMASK_CACHE", tempfile.mkdtemp(prefix="grammask-test-cache-"))

@@ -1,7 +1,10 @@
 """grammask: exact grammar-constrained decoding for LLMs."""
 
+from grammask.compiled import CompiledGrammar, compile
 from grammask.errors import GrammaskError
 from grammask.grammar import Grammar
+from grammask.matcher import Matcher
+from grammask.vocab import Vocabulary
 
-__all__ = ["Grammar", "GrammaskError"]
+__all__ = ["CompiledGrammar", "Grammar", "GrammaskError", "Matcher", "Vocabulary", "compile"]
 __version__ = "0.1.0"

@@ -1,0 +1,139 @@
+"""The lexer automaton of a grammar and the one lexing rule grammask uses everywhere.
+
+**The lexing rule** (GreatGramma Def. 3.1, 1-lookahead maximal munch). The lexer reads bytes
+and keeps the current lexeme as a state of one DFA over all terminals:
+
+1. If the next byte extends the lexeme to a prefix of some terminal's language, the lexeme
+   grows (even if that later leads nowhere: there is no backtracking).
+2. Otherwise the lexeme so far must be a complete terminal: that terminal is emitted and the
+   byte starts the next lexeme from the initial state. If the lexeme is not complete, or the
+   byte cannot start any terminal, the input is rejected.
+3. At end of input the pending lexeme (if any) must be complete and is emitted.
+
+When one lexeme matches several terminals, the winner is the one with the highest priority;
+among equals a string literal beats a regex (Lark's keyword rule); after that Lark's own order
+decides (longer maximal width, longer pattern, then name). Ignored terminals are lexed like
+the others and then dropped before the parser. Zero-width terminals are not allowed.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import cached_property
+
+import numpy as np
+
+from grammask.automata.dfa import build_dfa
+from grammask.automata.regex import compile_regex
+from grammask.errors import GrammarError
+from grammask.grammar.ir import Grammar, Terminal
+
+try:
+    from re import _parser as sre_parse  # type: ignore[attr-defined]
+except ImportError:  # Python 3.10
+    import sre_parse  # type: ignore[no-redef]
+
+NO_TERMINAL = -1
+
+
+@dataclass(frozen=True)
+class LexerAutomaton:
+    """One DFA over bytes for all terminals of a grammar, with the lexing rule's winners.
+
+    ``trans[q, b]`` is the next state or -1; ``accept[q]`` the terminal index a lexeme ending in
+    ``q`` is emitted as (or -1); ``produce[q]`` the set of terminals some lexeme continuing
+    from ``q`` can be emitted as (GreatGramma's Prod(q)), as a bool row over terminals.
+    State 0 is the initial state (empty lexeme).
+    """
+
+    terminals: tuple[str, ...]
+    ignored: np.ndarray
+    trans: np.ndarray
+    accept: np.ndarray
+    produce: np.ndarray
+
+    @property
+    def n_states(self) -> int:
+        return self.trans.shape[0]
+
+    @cached_property
+    def _lists(self) -> tuple[list[list[int]], list[int]]:
+        return self.trans.tolist(), self.accept.tolist()
+
+    def step(self, state: int, data: bytes) -> tuple[list[int], int] | None:
+        """Lex ``data`` from ``state``: the terminals it completes (ignored ones included) and the state left.
+
+        Returns None if the bytes are rejected under the lexing rule.
+        """
+        trans, accept = self._lists
+        emitted: list[int] = []
+        for b in data:
+            nxt = trans[state][b]
+            if nxt < 0:
+                term = accept[state]
+                nxt = trans[0][b]
+                if term < 0 or nxt < 0:
+                    return None
+                emitted.append(term)
+            state = nxt
+        return emitted, state
+
+    def finish(self, state: int) -> list[int] | None:
+        """The terminals emitted at end of input from ``state`` ([] from the initial state), None if incomplete."""
+        if state == 0:
+            return []
+        term = int(self.accept[state])
+        return None if term < 0 else [term]
+
+
+def build_lexer(grammar: Grammar) -> LexerAutomaton:
+    """The lexer automaton of ``grammar``'s terminals (ignored terminals included)."""
+    terminals = grammar.terminals
+    nfas = [compile_regex(t.pattern, t.flags, name=t.name) for t in terminals]
+    dfa = build_dfa(nfas)
+    if dfa.accepts[dfa.start]:
+        names = ", ".join(terminals[i].name for i in sorted(dfa.accepts[dfa.start]))
+        raise GrammarError(f"terminal(s) {names} match the empty string; the lexer needs every terminal to consume input")
+    order = sorted(range(len(terminals)), key=lambda i: _tie_key(terminals[i]))
+    rank = {term: r for r, term in enumerate(order)}
+    accept = np.array(
+        [min(tags, key=rank.__getitem__) if tags else NO_TERMINAL for tags in dfa.accepts], dtype=np.int32
+    )
+    trans = np.ascontiguousarray(dfa.trans, dtype=np.int32)
+    return LexerAutomaton(
+        terminals=tuple(t.name for t in terminals),
+        ignored=np.array([t.name in grammar.ignore for t in terminals], dtype=bool),
+        trans=trans,
+        accept=accept,
+        produce=_producible(trans, accept, len(terminals)),
+    )
+
+
+def _tie_key(t: Terminal) -> tuple:
+    return (-t.priority, t.literal is None, -_max_width(t.pattern), -len(t.pattern), t.name)
+
+
+def _max_width(pattern: str) -> int:
+    try:
+        return int(min(sre_parse.parse(pattern).getwidth()[1], sre_parse.MAXREPEAT))
+    except Exception:
+        return 0
+
+
+def _producible(trans: np.ndarray, accept: np.ndarray, n_terminals: int) -> np.ndarray:
+    """Prod(q) for every state: winners of accepting states reachable from q (q included)."""
+    n = trans.shape[0]
+    produce = np.zeros((n, n_terminals), dtype=bool)
+    has = accept >= 0
+    produce[np.nonzero(has)[0], accept[has]] = True
+    succ = [np.unique(row[row >= 0]) for row in trans]
+    changed = True
+    while changed:
+        changed = False
+        for q in range(n - 1, -1, -1):
+            if len(succ[q]):
+                merged = produce[q] | produce[succ[q]].any(axis=0)
+                if not np.array_equal(merged, produce[q]):
+                    produce[q] = merged
+                    changed = True
+    return produce

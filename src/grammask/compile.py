@@ -1,0 +1,302 @@
+"""Offline compilation of a grammar against a vocabulary (GreatGramma Alg. 4-5), cached on disk.
+
+For every lexer state ``q`` a matcher can be in between tokens, the vocabulary is walked once
+(:mod:`grammask.spanner`) and its tokens are grouped into *classes* that look the same to the
+parser: same emitted terminal sequence ``E``, same set ``P`` of terminals the pending lexeme
+can still become. For every LR state ``p`` that can be on top of the stack while the lexer is
+in ``q``, each class is classified (:mod:`grammask.parser.analysis`): ALWAYS-accepted classes
+are OR-ed into one precomputed bitmask for ``(q, p)``; DEPENDS classes are kept as a short
+list, checked against the real stack at decoding time; NEVER classes are dropped.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import logging
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from grammask.automata.lexer import LexerAutomaton, build_lexer
+from grammask.bitmask import bitmask_words
+from grammask.grammar.ir import Grammar
+from grammask.parser.kernels import (
+    ALWAYS,
+    UNKNOWN,
+    check_classes,
+    classify_classes,
+    exposed_states,
+    mask_from_classes,
+)
+from grammask.parser.tables import ERROR, ParseTables, build_parse_tables
+from grammask.classes import ClassTable, ClassTokens, StateClasses, group_tokens
+from grammask.spanner import SequenceTable, VocabTrie, walk_tokens
+
+if TYPE_CHECKING:
+    from grammask.vocab import Vocabulary
+
+log = logging.getLogger("grammask")
+
+FORMAT_VERSION = 1
+
+
+@dataclass(frozen=True)
+class MaskTables:
+    """Everything the online matcher reads, as flat arrays (this is what the disk cache stores).
+
+    *Classes* are (emitted terminal sequence, follow set) pairs, numbered in sorted sequence
+    order: class ``c`` emits ``class_seq_terms[class_seq_ptr[c]:class_seq_ptr[c+1]]`` and then
+    needs a terminal of follow set ``class_follow[c]``, which is
+    ``follow_terms[follow_ptr[f]:follow_ptr[f+1]]``, or anything when ``follow_any[f]``.
+
+    Lexer state ``q`` sorts its tokens into the classes ``state_class[state_ptr[q]:state_ptr[q+1]]``
+    (in class order; ``state_lcp`` is the sequence prefix each shares with the one before).
+    ``pair_index[q, p]`` is the row of (lexer state ``q``, LR state ``p``) in the pair arrays, or
+    -1 for pairs no decoding reaches. A pair has a precomputed mask ``masks[pair_mask[i]]``
+    (its ALWAYS classes) and a bitset over ``q``'s classes marking the ones that depend on the
+    stack, ``marks[marks_ptr[m]:marks_ptr[m+1]]`` for ``m = pair_marks[i]``. The tokens of a
+    marked class ``k`` of ``q`` are the bitmask words and bits
+    ``dep_words/dep_bits[dep_word_ptr[d]:dep_word_ptr[d+1]]`` of ``d = state_dep[state_ptr[q] + k]``.
+    ``state_follow[q]`` is the follow set of lexer state ``q`` (for checking a single token).
+    """
+
+    pair_index: np.ndarray
+    pair_mask: np.ndarray
+    pair_marks: np.ndarray
+    masks: np.ndarray
+    marks_ptr: np.ndarray
+    marks: np.ndarray
+    state_ptr: np.ndarray
+    state_class: np.ndarray
+    state_lcp: np.ndarray
+    state_dep: np.ndarray
+    dep_word_ptr: np.ndarray
+    dep_words: np.ndarray
+    dep_bits: np.ndarray
+    class_seq_ptr: np.ndarray
+    class_seq_terms: np.ndarray
+    class_follow: np.ndarray
+    follow_ptr: np.ndarray
+    follow_terms: np.ndarray
+    follow_any: np.ndarray
+    state_follow: np.ndarray
+
+    @property
+    def nbytes(self) -> int:
+        return sum(getattr(self, f).nbytes for f in self.__dataclass_fields__)
+
+
+@dataclass(frozen=True)
+class CompileStats:
+    """What compilation did and how long it took (seconds)."""
+
+    seconds: float
+    lexer_states: int
+    reachable_lexer_states: int
+    parser_states: int
+    pairs: int
+    masks: int
+    depends_classes: int
+    from_cache: bool = False
+    phases: dict = field(default_factory=dict)
+
+
+def parser_terminal_map(grammar: Grammar, lexer: LexerAutomaton) -> tuple[tuple[str, ...], np.ndarray]:
+    """Parser terminals (the non-ignored lexer terminals, in lexer order) and the lexer-to-parser index map."""
+    names = tuple(n for n, ign in zip(lexer.terminals, lexer.ignored) if not ign)
+    index = {n: i for i, n in enumerate(names)}
+    mapping = np.array([-1 if ign else index[n] for n, ign in zip(lexer.terminals, lexer.ignored)], dtype=np.int32)
+    return names, mapping
+
+
+def build_front(grammar: Grammar) -> tuple[LexerAutomaton, ParseTables, np.ndarray]:
+    """The vocabulary-independent part of compilation: lexer automaton, parse tables, terminal map."""
+    lexer = build_lexer(grammar)
+    names, mapping = parser_terminal_map(grammar, lexer)
+    tables = build_parse_tables(grammar, names)
+    return lexer, tables, mapping
+
+
+def build_mask_tables(
+    lexer: LexerAutomaton, tables: ParseTables, parser_term: np.ndarray, vocab: Vocabulary, trie: VocabTrie
+) -> tuple[MaskTables, dict]:
+    """Walk the vocabulary from every reachable lexer state and split its classes into ALWAYS / DEPENDS per LR state."""
+    timings: dict[str, float] = {}
+    clock = time.perf_counter()
+    n_words = bitmask_words(vocab.n_logits)
+    follow_sets, state_follow = _follow_sets(lexer, parser_term)
+    n_follow = len(follow_sets)
+    follow_ptr = np.cumsum([0] + [len(f[0]) for f in follow_sets]).astype(np.int32)
+    follow_terms = np.array([t for f in follow_sets for t in f[0]], dtype=np.int32)
+    follow_any = np.array([f[1] for f in follow_sets], dtype=np.bool_)
+    lr = (tables.action, tables.goto, tables.rule_len, tables.rule_lhs)
+
+    # 1. The vocabulary walk from every lexer state a matcher can be in between tokens.
+    seqs = SequenceTable()
+    walks: dict[int, StateClasses] = {}
+    slots = None
+    queue = [0]
+    while queue:
+        q = queue.pop()
+        seq, end = walk_tokens(trie, lexer.trans, lexer.accept, parser_term, q, seqs)
+        alive = seq >= 0
+        ends = end[alive]
+        for s in np.unique(ends).tolist():
+            if s not in walks and s not in queue:
+                queue.append(s)
+        keys = seq[alive].astype(np.int64) * n_follow + state_follow[ends]
+        if slots is None or len(slots) < len(seqs) * n_follow:
+            slots = np.full(2 * len(seqs) * n_follow, -1, dtype=np.int32)
+        walks[q] = group_tokens(trie.token_ids[alive], keys, slots)
+    classes = ClassTable(np.concatenate([w.classes for w in walks.values()]), seqs, n_follow)
+    class_arrays = (classes.seq_ptr, classes.seq_terms, classes.follow, follow_ptr, follow_terms, follow_any)
+    for walk in walks.values():
+        classes.rerank(walk)
+    timings["walk"] = time.perf_counter() - clock
+
+    # 2. Per LR state p, the verdict of every class with p on top of an unknown stack.
+    clock = time.perf_counter()
+    all_classes = np.arange(len(classes), dtype=np.int32)
+    exposed = exposed_states(*lr, tables.rule_rhs, tables.end + 1)
+    verdict_of: dict[int, np.ndarray] = {}
+
+    def verdicts_at(p: int) -> np.ndarray:
+        v = verdict_of.get(p)
+        if v is None:
+            v = verdict_of[p] = np.empty(len(classes), dtype=np.int8)
+            check_classes(*lr, np.array([p], dtype=np.int32), all_classes, classes.lcp, *class_arrays, v)
+        return v
+
+    # LR states that can be on top of the stack between tokens: shift targets and the start.
+    terminal_actions = tables.action[:, : tables.end]
+    on_top = np.zeros(tables.n_states, dtype=bool)
+    on_top[terminal_actions[terminal_actions >= 0]] = True
+    on_top[tables.accept_state] = False
+    on_top[tables.start_state] = True
+    live = terminal_actions != ERROR
+
+    # 3. Per (lexer state, LR state) pair: the ALWAYS mask and the marks of DEPENDS classes.
+    pair_index = np.full((lexer.n_states, tables.n_states), -1, dtype=np.int32)
+    pair_mask: list[int] = []
+    pair_marks: list[int] = []
+    mask_ids: dict[bytes, int] = {}
+    masks: list[np.ndarray] = []
+    marks: list[np.ndarray] = []
+    state_ptr = np.zeros(lexer.n_states + 1, dtype=np.int64)
+    state_class: list[np.ndarray] = []
+    state_lcp: list[np.ndarray] = []
+    state_dep: list[np.ndarray] = []
+    dep_lists = ClassTokens(n_words)
+    refined: dict[int, np.ndarray] = {}
+    t_refine = 0.0
+    for q in range(lexer.n_states):
+        walk = walks.get(q)
+        if walk is None:
+            state_ptr[q + 1] = state_ptr[q]
+            continue
+        n_local = len(walk.classes)
+        sizes = np.bincount(walk.token_class, minlength=n_local)
+        big = np.nonzero(sizes >= _REFINE_SIZE)[0]
+        if q == 0:
+            candidates = [tables.start_state]
+        else:
+            produce = lexer.produce[q]
+            ok = on_top.copy()
+            if not (produce & lexer.ignored).any():
+                ok &= live[:, parser_term[produce]].any(axis=1)
+            candidates = np.nonzero(ok)[0].tolist()
+        ever_depends = np.zeros(n_local, dtype=bool)
+        mask_of_verdicts: dict[bytes, int] = {}
+        marks_of: dict[bytes, int] = {}
+        for p in candidates:
+            verdicts = verdicts_at(p)[walk.classes]
+            unsure = big[verdicts[big] == UNKNOWN]
+            if len(unsure):
+                tr = time.perf_counter()
+                verdicts[unsure] = _refine(lr, exposed, tables.n_states, p, walk.classes[unsure], class_arrays,
+                                           refined)
+                t_refine += time.perf_counter() - tr
+            vkey = (verdicts == ALWAYS).tobytes()
+            mid = mask_of_verdicts.get(vkey)
+            if mid is None:
+                row = mask_from_classes(n_words, walk.token_ids, walk.token_class, verdicts)
+                mid = mask_of_verdicts[vkey] = mask_ids.setdefault(row.tobytes(), len(masks))
+                if mid == len(masks):
+                    masks.append(row)
+            depends = verdicts == UNKNOWN
+            packed = np.packbits(depends, bitorder="little")
+            mkey = packed.tobytes()
+            marks_id = marks_of.get(mkey)
+            if marks_id is None:
+                marks_id = marks_of[mkey] = len(marks)
+                marks.append(packed)
+                ever_depends |= depends
+            pair_index[q, p] = len(pair_mask)
+            pair_mask.append(mid)
+            pair_marks.append(marks_id)
+        state_ptr[q + 1] = state_ptr[q] + n_local
+        state_class.append(walk.classes)
+        state_lcp.append(classes.lcp_between(walk.classes))
+        state_dep.append(dep_lists.add_state(walk, ever_depends))
+    timings["verdicts"] = time.perf_counter() - clock - t_refine
+    timings["refine"] = t_refine
+    timings["reachable_states"] = len(walks)
+
+    dep_word_ptr, dep_words, dep_bits = dep_lists.arrays()
+    result = MaskTables(
+        pair_index=pair_index,
+        pair_mask=np.array(pair_mask, dtype=np.int32),
+        pair_marks=np.array(pair_marks, dtype=np.int32),
+        masks=np.stack(masks) if masks else np.zeros((0, n_words), dtype=np.int32),
+        marks_ptr=np.cumsum([0] + [len(m) for m in marks]).astype(np.int64),
+        marks=_concat(marks, np.uint8),
+        state_ptr=state_ptr,
+        state_class=_concat(state_class, np.int32),
+        state_lcp=_concat(state_lcp, np.int32),
+        state_dep=_concat(state_dep, np.int32),
+        dep_word_ptr=dep_word_ptr,
+        dep_words=dep_words,
+        dep_bits=dep_bits,
+        class_seq_ptr=classes.seq_ptr,
+        class_seq_terms=classes.seq_terms,
+        class_follow=classes.follow,
+        follow_ptr=follow_ptr,
+        follow_terms=follow_terms,
+        follow_any=follow_any,
+        state_follow=state_follow.astype(np.int32),
+    )
+    return result, timings
+
+
+# Classes with at least this many tokens get the branching analysis when the one-state check
+# cannot decide them: deciding them offline keeps large classes out of the decode-time checks.
+_REFINE_SIZE = 16
+
+
+def _refine(lr, exposed, n_states: int, p: int, ranks: np.ndarray, class_arrays, memo: dict) -> np.ndarray:
+    """Branching verdicts (see :func:`classify_classes`) for classes the one-state check left UNKNOWN."""
+    known = memo.setdefault(p, np.full(len(class_arrays[2]), -1, dtype=np.int8))
+    todo = ranks[known[ranks] < 0]
+    if len(todo):
+        out = np.empty(len(todo), dtype=np.int8)
+        classify_classes(*lr, *exposed, n_states, p, todo, *class_arrays, out)
+        known[todo] = out
+    return known[ranks]
+
+
+def _concat(parts: list[np.ndarray], dtype) -> np.ndarray:
+    return np.concatenate(parts).astype(dtype) if parts else np.zeros(0, dtype=dtype)
+
+
+def _follow_sets(lexer: LexerAutomaton, parser_term: np.ndarray) -> tuple[list[tuple[tuple[int, ...], bool]], np.ndarray]:
+    """Distinct (parser terminals in Prod(q), may-be-ignored) sets, and each lexer state's set id."""
+    ids: dict[tuple[tuple[int, ...], bool], int] = {}
+    state_follow = np.empty(lexer.n_states, dtype=np.int64)
+    for q in range(lexer.n_states):
+        produce = lexer.produce[q]
+        terms = tuple(sorted(int(t) for t in parser_term[produce] if t >= 0))
+        key = (terms, bool((produce & lexer.ignored).any()))
+        state_follow[q] = ids.setdefault(key, len(ids))
+    return list(ids), state_follow

@@ -1,0 +1,217 @@
+"""The online matcher: one per generated sequence (GreatGramma Alg. 6).
+
+A matcher's state is a lexer state (the pending, unfinished lexeme) and a persistent LR stack.
+``fill_mask`` copies the precomputed mask of ``(lexer state, top LR state)`` and adds the
+token classes whose acceptance depends on the stack below, checked against the real stack.
+Each accepted token pushes the previous state on a history list, so ``rollback`` is a pop and
+``fork`` a shallow copy (the stacks themselves are shared, never mutated).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from grammask.bitmask import bitmask_words
+from grammask.parser.kernels import add_marked_classes
+from grammask.errors import MatcherStateError, TokenOutOfRangeError, TokenRejectedError
+
+_TERMINATED = -1
+# Stack states handed to the compiled class check; deeper stacks fall back to Python when needed.
+_STACK_VIEW = 256
+
+
+class Matcher:
+    """Tracks one sequence's prefix and tells which tokens may come next.
+
+    Semantics (exact, for the grammar's lexing rule and LALR parser): token ``t`` is allowed iff
+    prefix + t can still be extended to a sentence's prefix: it lexes, the terminals it completes
+    are accepted by the parser, and its pending lexeme can still become a terminal the parser
+    accepts next (or an ignored one). EOS is allowed iff the prefix is a whole sentence.
+    """
+
+    __slots__ = ("compiled", "_rt", "_runner", "_lexer", "_lexstate", "_stack", "_history", "_mask", "_mask_key")
+
+    def __init__(self, compiled):
+        self.compiled = compiled
+        self._rt = compiled.runtime
+        self._runner = compiled.runner
+        self._lexer = compiled.lexer
+        self._lexstate = 0
+        self._stack = self._runner.initial
+        self._history: list[tuple[int, tuple]] = []
+        self._mask: np.ndarray | None = None
+        self._mask_key: tuple | None = None
+
+    # ---- queries -------------------------------------------------------------------------
+
+    def is_terminated(self) -> bool:
+        """True once EOS has been accepted."""
+        return self._lexstate == _TERMINATED
+
+    def is_accepting(self) -> bool:
+        """True iff the text so far is a whole sentence (EOS allowed now)."""
+        if self._lexstate == _TERMINATED:
+            return False
+        return self._accepts_end(self._lexstate, self._stack)
+
+    def _accepts_end(self, lexstate: int, stack) -> bool:
+        finished = self._lexer.finish(lexstate)
+        if finished is None:
+            return False
+        stack = self._feed_lexer_terminals(stack, finished)
+        return stack is not None and self._runner.accepts_end(stack)
+
+    @property
+    def num_tokens(self) -> int:
+        """Tokens accepted so far (EOS included)."""
+        return len(self._history)
+
+    # ---- masks ---------------------------------------------------------------------------
+
+    def fill_mask(self, row: np.ndarray) -> None:
+        """Write the allowed-token bitmask into ``row`` (int32 words, xgrammar/vLLM layout)."""
+        rt = self._rt
+        if row.shape[-1] != rt.n_words:
+            raise ValueError(f"mask row has {row.shape[-1]} words, expected {rt.n_words} for {self.compiled.vocab.n_logits} logits")
+        if self._lexstate == _TERMINATED:
+            row[:] = 0
+            row[rt.eos_words] |= rt.eos_bits
+            return
+        key = (self._lexstate, self._stack)
+        if self._mask_key is not None and self._mask_key[0] == key[0] and self._mask_key[1] is key[1]:
+            row[:] = self._mask
+            return
+        stack = self._stack
+        pair = rt.pair_index[self._lexstate][stack[0]]
+        if pair < 0:
+            raise MatcherStateError(
+                f"internal error: no mask table for lexer state {self._lexstate} with LR state {stack[0]}"
+            )
+        np.copyto(row, rt.masks[rt.pair_mask[pair]])
+        marks = rt.pair_marks[pair]
+        if marks.any():
+            self._add_depends(row, stack, rt.state_classes[self._lexstate], marks)
+        if self._accepts_end(self._lexstate, stack):
+            row[rt.eos_words] |= rt.eos_bits
+        self._mask = row.copy()
+        self._mask_key = key
+
+    def _add_depends(self, row: np.ndarray, stack, state_classes, marks: np.ndarray) -> None:
+        """OR in the marked classes the real stack accepts (compiled check; Python for very deep stacks)."""
+        rt = self._rt
+        classes, lcp, deps = state_classes
+        states = _top_states(stack, _STACK_VIEW)
+        unknown = np.empty(len(classes), dtype=np.int32)
+        n_unknown = add_marked_classes(row, *rt.lr, states, classes, lcp, deps, marks, *rt.class_tables,
+                                       *rt.dep_bits, unknown)
+        for k in unknown[:n_unknown].tolist():
+            seq, (follow, follow_any) = rt.class_python(int(classes[k]))
+            after = self._runner.feed_all(stack, seq)
+            if after is not None and (follow_any or any(self._runner.feed(after, x) is not None for x in follow)):
+                words, bits = rt.dep_words(int(deps[k]))
+                row[words] |= bits
+
+    def allowed_tokens(self) -> np.ndarray:
+        """The allowed token ids, sorted (a convenience built on :meth:`fill_mask`)."""
+        n = self.compiled.vocab.n_logits
+        row = np.zeros(bitmask_words(n), dtype=np.int32)
+        self.fill_mask(row)
+        bits = np.unpackbits(row.view(np.uint8), bitorder="little")[:n]
+        return np.nonzero(bits)[0]
+
+    # ---- state changes -------------------------------------------------------------------
+
+    def advance(self, token_id: int) -> None:
+        """Accept one token; raises :class:`TokenRejectedError` (state unchanged) if it is not allowed."""
+        vocab = self.compiled.vocab
+        if not 0 <= token_id < vocab.n_logits:
+            raise TokenOutOfRangeError(f"token id {token_id} is out of range [0, {vocab.n_logits})")
+        if self._lexstate == _TERMINATED:
+            raise MatcherStateError("the matcher has already accepted EOS; roll back or start a new matcher")
+        if token_id in vocab.eos_ids:
+            if not self.is_accepting():
+                raise TokenRejectedError(f"EOS (token {token_id}) is not allowed: the output is not a complete sentence yet")
+            self._push(_TERMINATED, self._stack)
+            return
+        new = self._step(token_id)
+        if new is None:
+            raise TokenRejectedError(
+                f"token {token_id} ({_show(vocab.tokens[token_id] if token_id < len(vocab.tokens) else None)}) "
+                "is not allowed here"
+            )
+        self._push(*new)
+
+    def _step(self, token_id: int):
+        data = self.compiled.vocab.tokens[token_id] if token_id < len(self.compiled.vocab.tokens) else None
+        if not data:
+            return None
+        lexed = self._lexer.step(self._lexstate, data)
+        if lexed is None:
+            return None
+        emitted, lexstate = lexed
+        stack = self._feed_lexer_terminals(self._stack, emitted)
+        if stack is None:
+            return None
+        follow, follow_any = self._rt.state_follow[lexstate]
+        if not follow_any and not any(self._runner.feed(stack, x) is not None for x in follow):
+            return None
+        return lexstate, stack
+
+    def _feed_lexer_terminals(self, stack, lexer_terminals):
+        parser_term = self.compiled.parser_term
+        feed = self._runner.feed
+        for t in lexer_terminals:
+            pt = parser_term[t]
+            if pt >= 0:
+                stack = feed(stack, int(pt))
+                if stack is None:
+                    return None
+        return stack
+
+    def _push(self, lexstate: int, stack) -> None:
+        self._history.append((self._lexstate, self._stack))
+        self._lexstate = lexstate
+        self._stack = stack
+
+    def accept_token(self, token_id: int) -> bool:
+        """Like :meth:`advance` but returns False instead of raising for a disallowed token."""
+        try:
+            self.advance(token_id)
+        except TokenRejectedError:
+            return False
+        return True
+
+    def rollback(self, k: int = 1) -> None:
+        """Undo the last ``k`` accepted tokens."""
+        if k < 0 or k > len(self._history):
+            raise MatcherStateError(f"cannot roll back {k} tokens: {len(self._history)} accepted so far")
+        if k == 0:
+            return
+        self._lexstate, self._stack = self._history[-k]
+        del self._history[-k:]
+
+    def fork(self) -> "Matcher":
+        """An independent matcher in the same state (shares the immutable stacks)."""
+        other = Matcher.__new__(Matcher)
+        for name in Matcher.__slots__:
+            setattr(other, name, getattr(self, name))
+        other._history = list(self._history)
+        return other
+
+    def reset(self) -> None:
+        """Back to the start of a document."""
+        self.rollback(len(self._history))
+
+
+def _top_states(stack, limit: int) -> np.ndarray:
+    """The top ``limit`` states of a persistent stack, bottom first."""
+    states = []
+    while stack is not None and len(states) < limit:
+        states.append(stack[0])
+        stack = stack[1]
+    states.reverse()
+    return np.array(states, dtype=np.int32)
+
+
+def _show(data: bytes | None) -> str:
+    return "a special token" if data is None else repr(data)

@@ -1,0 +1,55 @@
+"""LR stack simulation over persistent stacks.
+
+A stack is a linked list of ``(state, parent)`` tuples, so pushing shares the tail and a
+stack can be kept, forked or rolled back for free: nothing is ever mutated.
+"""
+
+from __future__ import annotations
+
+from typing import Optional, Tuple
+
+from grammask.parser.tables import ERROR, ParseTables
+
+Stack = Tuple[int, Optional["Stack"]]
+
+
+class LRRunner:
+    """Feeds terminals to persistent LR stacks using a grammar's :class:`ParseTables`."""
+
+    __slots__ = ("tables", "action", "goto", "rule_len", "rule_lhs", "end", "initial")
+
+    def __init__(self, tables: ParseTables):
+        self.tables = tables
+        # Python lists: indexing them is several times faster than NumPy scalar access.
+        self.action = tables.action.tolist()
+        self.goto = tables.goto.tolist()
+        self.rule_len = tables.rule_len.tolist()
+        self.rule_lhs = tables.rule_lhs.tolist()
+        self.end = tables.end
+        self.initial: Stack = (tables.start_state, None)
+
+    def feed(self, stack: Stack, terminal: int) -> Stack | None:
+        """The stack after shifting ``terminal`` (reductions included), or None if it is a syntax error."""
+        action = self.action
+        while True:
+            code = action[stack[0]][terminal]
+            if code >= 0:
+                return (code, stack)
+            if code == ERROR:
+                return None
+            rule = -code - 2
+            for _ in range(self.rule_len[rule]):
+                stack = stack[1]
+            stack = (self.goto[stack[0]][self.rule_lhs[rule]], stack)
+
+    def feed_all(self, stack: Stack, terminals) -> Stack | None:
+        """Feed a sequence of terminals; None as soon as one is an error."""
+        for t in terminals:
+            stack = self.feed(stack, t)
+            if stack is None:
+                return None
+        return stack
+
+    def accepts_end(self, stack: Stack) -> bool:
+        """True iff the terminals fed so far form a whole sentence."""
+        return self.feed(stack, self.end) is not None

@@ -1,0 +1,170 @@
+"""LALR(1) parse tables for a grammar IR, built with lark's LALR analyzer and stored as integer arrays."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from lark import exceptions as lark_exc
+from lark.common import ParserConf
+from lark.grammar import NonTerminal as LarkNonTerminal
+from lark.grammar import Rule as LarkRule
+from lark.grammar import Terminal as LarkTerminal
+from lark.parsers.lalr_analysis import LALR_Analyzer, Shift
+
+from grammask.errors import EmptyLanguageError, GrammarConflictError
+from grammask.grammar.ir import Grammar
+
+END = "$END"
+ERROR = -1
+
+
+def encode_reduce(rule: int) -> int:
+    """Action code of 'reduce by rule'; shifts are the target state (>= 0), errors are -1."""
+    return -rule - 2
+
+
+def decode_reduce(code: int) -> int:
+    return -code - 2
+
+
+@dataclass(frozen=True)
+class ParseTables:
+    """An LALR(1) automaton as dense tables.
+
+    ``action[s, t]`` for parser terminal ``t`` (index ``len(terminals)`` is end of input) is the
+    target state of a shift (>= 0), ``-1`` for an error, or ``encode_reduce(r)``. Accepting is a
+    shift of the end marker into ``accept_state``, a row of errors, so "the parser accepts"
+    reads the same as "the terminal was shifted".
+    """
+
+    terminals: tuple[str, ...]
+    nonterminals: tuple[str, ...]
+    action: np.ndarray
+    goto: np.ndarray
+    rule_lhs: np.ndarray
+    rule_len: np.ndarray
+    rule_rhs: np.ndarray
+    rule_text: tuple[str, ...]
+    start_state: int
+    accept_state: int
+
+    @property
+    def end(self) -> int:
+        """Index of the end-of-input marker in the terminal axis of ``action``."""
+        return len(self.terminals)
+
+    def right_hand_sides(self) -> list[tuple[int, ...]]:
+        """Each rule's right-hand side as symbol codes (see the class docstring)."""
+        ends = np.cumsum(self.rule_len).tolist()
+        flat = self.rule_rhs.tolist()
+        return [tuple(flat[e - n : e]) for e, n in zip(ends, self.rule_len.tolist())]
+
+    @property
+    def n_states(self) -> int:
+        return self.action.shape[0]
+
+
+def build_parse_tables(grammar: Grammar, parser_terminals: tuple[str, ...]) -> ParseTables:
+    """LALR(1) tables over ``parser_terminals`` (the grammar's non-ignored terminals, in lexer order)."""
+    _check_nonempty(grammar, set(parser_terminals))
+    nonterminals = grammar.nonterminals
+    lark_rules = []
+    for order, rule in enumerate(grammar.rules):
+        expansion = [LarkTerminal(s) if s in set(parser_terminals) else LarkNonTerminal(s) for s in rule.rhs]
+        lark_rules.append(LarkRule(LarkNonTerminal(rule.lhs), expansion, order=order))
+    analyzer = LALR_Analyzer(ParserConf(lark_rules, {}, [grammar.start]), debug=True, strict=False)
+    try:
+        analyzer.compute_lalr()
+    except lark_exc.GrammarError as e:
+        raise GrammarConflictError(f"grammar is not LALR(1): {e}") from None
+    _check_shift_reduce(analyzer)
+
+    table = analyzer.parse_table
+    states = _canonical_order(table, [*parser_terminals, END, *nonterminals], table.start_states[grammar.start])
+    state_id = {s: i for i, s in enumerate(states)}
+    term_id = {t: i for i, t in enumerate(parser_terminals)}
+    term_id[END] = len(parser_terminals)
+    nt_id = {n: i for i, n in enumerate(nonterminals)}
+    rule_id = {r: i for i, r in enumerate(lark_rules)}
+
+    n = len(states)
+    action = np.full((n + 1, len(parser_terminals) + 1), ERROR, dtype=np.int32)
+    goto = np.full((n + 1, len(nonterminals)), ERROR, dtype=np.int32)
+    for s, acts in table.states.items():
+        i = state_id[s]
+        for sym, (kind, arg) in acts.items():
+            if sym in nt_id:
+                goto[i, nt_id[sym]] = state_id[arg]
+            elif kind is Shift:
+                action[i, term_id[sym]] = state_id[arg]
+            else:
+                action[i, term_id[sym]] = encode_reduce(rule_id[arg])
+    end_state = state_id[table.end_states[grammar.start]]
+    action[end_state, term_id[END]] = n
+    return ParseTables(
+        terminals=tuple(parser_terminals),
+        nonterminals=nonterminals,
+        action=action,
+        goto=goto,
+        rule_lhs=np.array([nt_id[r.lhs] for r in grammar.rules], dtype=np.int32),
+        rule_len=np.array([len(r.rhs) for r in grammar.rules], dtype=np.int32),
+        rule_rhs=np.array(
+            [term_id[s] if s in term_id else len(term_id) + nt_id[s] for r in grammar.rules for s in r.rhs],
+            dtype=np.int32,
+        ),
+        rule_text=tuple(f"{r.lhs} -> {' '.join(r.rhs) or '<empty>'}" for r in grammar.rules),
+        start_state=state_id[table.start_states[grammar.start]],
+        accept_state=n,
+    )
+
+
+def _canonical_order(table, symbols: list[str], start) -> list:
+    """The LR states in breadth-first order from the start over symbols in a fixed order.
+
+    Lark's state objects are sets whose iteration order varies between builds; numbering them
+    this way makes compiled tables (and so cache files) identical from run to run.
+    """
+    order = [start]
+    seen = {start}
+    for state in order:
+        acts = table.states[state]
+        for sym in symbols:
+            act = acts.get(sym)
+            if act is not None and act[0] is Shift and act[1] not in seen:
+                seen.add(act[1])
+                order.append(act[1])
+    order.extend(s for s in table.states if s not in seen)
+    return order
+
+
+def _check_nonempty(grammar: Grammar, terminals: set[str]) -> None:
+    """Raise unless the start symbol derives some finite string of ``terminals``."""
+    productive = set(terminals)
+    changed = True
+    while changed:
+        changed = False
+        for rule in grammar.rules:
+            if rule.lhs not in productive and all(s in productive for s in rule.rhs):
+                productive.add(rule.lhs)
+                changed = True
+    if grammar.start not in productive:
+        raise EmptyLanguageError(
+            f"the grammar's language is empty: rule '{grammar.start}' derives no finite sentence "
+            "(every alternative recurses forever or uses a terminal the lexer can never produce)"
+        )
+
+
+def _check_shift_reduce(analyzer: LALR_Analyzer) -> None:
+    """Lark resolves shift/reduce conflicts silently as shifts; grammask reports them instead."""
+    for itemset in analyzer.lr0_itemsets:
+        for la, rules in itemset.lookaheads.items():
+            if la in itemset.transitions:
+                shifting = sorted({str(item.rule) for item in itemset.closure if not item.is_satisfied and item.next == la})
+                reducing = sorted(str(r) for r in rules)
+                raise GrammarConflictError(
+                    f"grammar is not LALR(1): shift/reduce conflict on terminal {la.name}: "
+                    f"reduce by {' | '.join(reducing)}, or shift {la.name} in {' | '.join(shifting)}. "
+                    "Rewrite the rules so that one terminal of lookahead decides (e.g. the matched/unmatched "
+                    "statement split for a dangling else)."
+                )

@@ -1,0 +1,78 @@
+"""The on-disk cache of compiled grammars: reused, and rebuilt when corrupt or stale."""
+
+from __future__ import annotations
+
+import logging
+
+import numpy as np
+import pytest
+from conftest import get_vocab
+
+from grammask import Grammar, compile
+from grammask.compiled import clear_memory_cache
+
+
+@pytest.fixture(autouse=True)
+def _fresh_memory():
+    clear_memory_cache()
+
+
+def _files(path):
+    return sorted(path.glob("*.npz"))
+
+
+def _same_tables(a, b):
+    ta, tb = a.mask_tables, b.mask_tables
+    return all(np.array_equal(getattr(ta, f), getattr(tb, f)) for f in ta.__dataclass_fields__)
+
+
+def test_cache_round_trip(tmp_path):
+    vocab = get_vocab("smollm2")
+    grammar = Grammar.builtin("json")
+    first = compile(grammar, vocab, cache=tmp_path)
+    assert not first.stats.from_cache and len(_files(tmp_path)) == 1
+    clear_memory_cache()
+    second = compile(grammar, vocab, cache=tmp_path)
+    assert second.stats.from_cache and _same_tables(first, second)
+    m = second.matcher()
+    for t in vocab.encode('{"a": [1, 2]}'):
+        m.advance(t)
+    assert m.is_accepting()
+
+
+def test_corrupt_cache_is_rebuilt(tmp_path, caplog):
+    vocab = get_vocab("smollm2")
+    grammar = Grammar.builtin("json")
+    reference = compile(grammar, vocab, cache=tmp_path)
+    (path,) = _files(tmp_path)
+    data = bytearray(path.read_bytes())
+    data[len(data) // 2 : len(data) // 2 + 64] = b"\xff" * 64
+    path.write_bytes(bytes(data))
+    clear_memory_cache()
+    with caplog.at_level(logging.WARNING, logger="grammask"):
+        rebuilt = compile(grammar, vocab, cache=tmp_path)
+    assert "rebuilding" in caplog.text
+    assert not rebuilt.stats.from_cache and _same_tables(reference, rebuilt)
+    clear_memory_cache()
+    assert compile(grammar, vocab, cache=tmp_path).stats.from_cache
+
+
+def test_truncated_and_foreign_files_are_rebuilt(tmp_path, caplog):
+    vocab = get_vocab("smollm2")
+    grammar = Grammar.builtin("json")
+    compile(grammar, vocab, cache=tmp_path)
+    (path,) = _files(tmp_path)
+    path.write_bytes(path.read_bytes()[:1000])
+    clear_memory_cache()
+    with caplog.at_level(logging.WARNING, logger="grammask"):
+        assert not compile(grammar, vocab, cache=tmp_path).stats.from_cache
+    path.write_bytes(b"not a cache file")
+    clear_memory_cache()
+    assert not compile(grammar, vocab, cache=tmp_path).stats.from_cache
+
+
+def test_different_grammars_do_not_collide(tmp_path):
+    vocab = get_vocab("smollm2")
+    a = compile(Grammar.from_lark('start: "a"+'), vocab, cache=tmp_path)
+    b = compile(Grammar.from_lark('start: "b"+'), vocab, cache=tmp_path)
+    assert len(_files(tmp_path)) == 2 and a is not b

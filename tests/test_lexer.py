@@ -1,0 +1,69 @@
+"""The lexing rule (docs/architecture.md): 1-lookahead maximal munch, priorities, literal over regex."""
+
+from __future__ import annotations
+
+from grammask import Grammar
+from grammask.automata.lexer import build_lexer
+
+
+def _lex(grammar_text: str, data: bytes):
+    lexer = build_lexer(Grammar.from_lark(grammar_text))
+    stepped = lexer.step(0, data)
+    if stepped is None:
+        return None
+    emitted, state = stepped
+    tail = lexer.finish(state)
+    if tail is None:
+        return None
+    return [lexer.terminals[t] for t in emitted + tail]
+
+
+OPS = 'start: (PLUS | INC | PLUSEQ | NAME)*\nPLUS: "+"\nINC: "++"\nPLUSEQ: "+="\nNAME: /[a-z]+/\n'
+
+
+def test_maximal_munch():
+    assert _lex(OPS, b"a+++b") == ["NAME", "INC", "PLUS", "NAME"]
+    assert _lex(OPS, b"a+=b") == ["NAME", "PLUSEQ", "NAME"]
+    assert _lex(OPS, b"a++=b") is None  # "++" then "=", which starts no terminal
+
+
+def test_longest_match_over_keyword_prefix():
+    g = 'start: (IF | NAME | WS)*\nIF: "if"\nNAME: /[a-z]+/\nWS: " "\n'
+    assert _lex(g, b"if iffy") == ["IF", "WS", "NAME"]
+
+
+def test_literal_wins_tie_with_regex():
+    g = 'start: (IF | NAME)*\nIF: "if"\nNAME: /[a-z]+/\n'
+    assert _lex(g, b"if") == ["IF"]
+
+
+def test_priority_wins_tie():
+    g = 'start: (A | B)*\nA.2: /[0-9]+/\nB: /[0-9a-f]+/\n'
+    assert _lex(g, b"12") == ["A"]
+    assert _lex(g, b"1f") == ["B"]
+
+
+def test_no_backtracking():
+    # "1." is a prefix of FLOAT, so the lexer keeps going; "x" then fails: no return to INT "." NAME.
+    g = 'start: (INT | FLOAT | DOT | NAME)*\nINT: /[0-9]+/\nFLOAT: /[0-9]+\\.[0-9]+/\nDOT: "."\nNAME: /[a-z]+/\n'
+    assert _lex(g, b"1.5") == ["FLOAT"]
+    assert _lex(g, b"1.x") is None
+    assert _lex(g, b"1.") is None
+    assert _lex(g, b"1x") == ["INT", "NAME"]
+
+
+def test_unfinished_lexeme_at_end_is_rejected():
+    g = 'start: STR\nSTR: /"[a-z]*"/\n'
+    assert _lex(g, b'"abc"') == ["STR"]
+    assert _lex(g, b'"abc') is None
+
+
+def test_bytes_mid_character():
+    g = 'start: WORD\nWORD: /\\w+/\n'
+    lexer = build_lexer(Grammar.from_lark(g))
+    data = "héllo".encode()
+    emitted, state = lexer.step(0, data[:2])  # ends inside 'é'
+    assert emitted == [] and lexer.finish(state) is None
+    emitted, state = lexer.step(state, data[2:])
+    assert lexer.terminals[lexer.finish(state)[0]] == "WORD"
+    assert lexer.step(0, b"\xff") is None
