@@ -134,7 +134,7 @@ def build_mask_tables(
     lr = (tables.action, tables.goto, tables.rule_len, tables.rule_lhs)
 
     # 1. The vocabulary walk from every lexer state a matcher can be in between tokens.
-    seqs = SequenceTable()
+    seqs = SequenceTable(int(parser_term.max(initial=-1)) + 2)
     walks: dict[int, StateClasses] = {}
     slots = None
     queue = [0]

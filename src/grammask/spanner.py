@@ -20,8 +20,6 @@ from dataclasses import dataclass
 
 import numba as nb
 import numpy as np
-from numba import types
-from numba.typed import Dict as NumbaDict
 
 if TYPE_CHECKING:
     from grammask.vocab import Vocabulary
@@ -37,42 +35,43 @@ class VocabTrie:
     token_ids: np.ndarray  # int32, token id of each sorted entry
     data: np.ndarray  # uint8, concatenated bytes
     offsets: np.ndarray  # int64, entry i is data[offsets[i]:offsets[i+1]]
-    lcp: np.ndarray  # int32, common prefix length with the previous entry
     max_len: int
 
     @classmethod
     def from_vocab(cls, vocab: Vocabulary) -> "VocabTrie":
-        items = sorted((b, i) for i, b in enumerate(vocab.tokens) if b)
-        token_ids = np.fromiter((i for _, i in items), dtype=np.int32, count=len(items))
-        lengths = np.fromiter((len(b) for b, _ in items), dtype=np.int64, count=len(items))
-        offsets = np.zeros(len(items) + 1, dtype=np.int64)
+        ids = np.array([i for i, b in enumerate(vocab.tokens) if b], dtype=np.int32)
+        texts = [vocab.tokens[i] for i in ids.tolist()]
+        lengths = np.fromiter(map(len, texts), dtype=np.int64, count=len(texts))
+        starts = np.zeros(len(texts) + 1, dtype=np.int64)
+        np.cumsum(lengths, out=starts[1:])
+        raw = np.frombuffer(b"".join(texts), dtype=np.uint8)
+        # Sort on the first 8 bytes, then length: trie order up to 8 bytes. The order only decides
+        # how much work the walk shares between neighbours, never its results.
+        pos = starts[:-1, None] + np.arange(8)
+        heads = np.where(np.arange(8) < lengths[:, None], raw[np.minimum(pos, len(raw) - 1)], 0).astype(np.uint64)
+        key = (heads << (np.uint64(8) * np.arange(7, -1, -1, dtype=np.uint64))).sum(axis=1, dtype=np.uint64)
+        order = np.lexsort((lengths, key))
+        token_ids = ids[order]
+        lengths = lengths[order]
+        offsets = np.zeros(len(texts) + 1, dtype=np.int64)
         np.cumsum(lengths, out=offsets[1:])
-        data = np.frombuffer(b"".join(b for b, _ in items), dtype=np.uint8)
-        return cls(token_ids, data, offsets, _common_prefixes(data, offsets), int(lengths.max(initial=0)))
-
-
-@nb.njit(cache=True)
-def _common_prefixes(data, offsets):
-    n = len(offsets) - 1
-    lcp = np.zeros(n, dtype=np.int32)
-    for i in range(1, n):
-        a, b = offsets[i - 1], offsets[i]
-        la, lb = offsets[i] - a, offsets[i + 1] - b
-        k = 0
-        while k < la and k < lb and data[a + k] == data[b + k]:
-            k += 1
-        lcp[i] = k
-    return lcp
+        data = raw[np.repeat(starts[:-1][order] - offsets[:-1], lengths) + np.arange(offsets[-1])]
+        return cls(token_ids, data, offsets, int(lengths.max(initial=0)))
 
 
 class SequenceTable:
-    """Interned emitted-terminal sequences: id 0 is empty, every other id is (parent, terminal)."""
+    """Interned emitted-terminal sequences: id 0 is empty, every other id is (parent, terminal).
 
-    def __init__(self) -> None:
-        self.index = NumbaDict.empty(key_type=types.int64, value_type=types.int64)
+    The index is an open-addressing hash table in arrays (keys ``parent * n_terms + terminal``),
+    so the compiled walk can extend it.
+    """
+
+    def __init__(self, n_terms: int) -> None:
+        self.n_terms = n_terms
         self.parent = np.zeros(1024, dtype=np.int32)
         self.last = np.full(1024, -1, dtype=np.int32)
         self.count = np.ones(1, dtype=np.int64)
+        self.slots = np.full(4096, -1, dtype=np.int64)  # hash slot -> sequence id
         self._tuples: dict[int, tuple[int, ...]] = {0: ()}
 
     def sequence(self, seq_id: int) -> tuple[int, ...]:
@@ -91,14 +90,32 @@ class SequenceTable:
         return seq
 
     def ensure_room(self, extra: int) -> None:
+        """Make room for ``extra`` more sequences (arrays doubled, hash table kept under half full)."""
         need = int(self.count[0]) + extra
         if need > len(self.parent):
             size = max(need, 2 * len(self.parent))
             self.parent = np.resize(self.parent, size)
             self.last = np.resize(self.last, size)
+        if 2 * need > len(self.slots):
+            size = len(self.slots)
+            while 2 * need > size:
+                size *= 2
+            self.slots = _rehash(self.parent, self.last, int(self.count[0]), self.n_terms, size)
 
     def __len__(self) -> int:
         return int(self.count[0])
+
+
+@nb.njit(cache=True)
+def _rehash(parent, last, count, n_terms, size):
+    slots = np.full(size, -1, dtype=np.int64)
+    for s in range(1, count):
+        key = np.int64(parent[s]) * n_terms + last[s]
+        h = (key * 0x9E3779B97F4A7C15) & (size - 1)
+        while slots[h] >= 0:
+            h = (h + 1) & (size - 1)
+        slots[h] = s
+    return slots
 
 
 def walk_tokens(
@@ -110,30 +127,36 @@ def walk_tokens(
     ``DEAD``) and the lexer state left. ``parser_term[lexer terminal]`` is its parser terminal
     index, or -1 for ignored terminals (not recorded in sequences).
     """
-    n_terms = np.int64(parser_term.max() + 2)
     while True:
         seqs.ensure_room(len(trie.token_ids) + 1)
         seq, end, full = _walk(
-            trie.data, trie.offsets, trie.lcp, trie.max_len, trans, accept, parser_term, np.int32(start),
-            seqs.index, seqs.parent, seqs.last, seqs.count, n_terms,
+            trie.data, trie.offsets, trie.max_len, trans, accept, parser_term, np.int32(start),
+            seqs.slots, seqs.parent, seqs.last, seqs.count, np.int64(seqs.n_terms),
         )
         if not full:
             return seq, end
 
 
 @nb.njit(cache=True)
-def _walk(data, offsets, lcp, max_len, trans, accept, parser_term, start, index, parent, last, count, n_terms):
+def _walk(data, offsets, max_len, trans, accept, parser_term, start, slots, parent, last, count, n_terms):
     n = len(offsets) - 1
     seq_out = np.empty(n, dtype=np.int32)
     end_out = np.empty(n, dtype=np.int32)
     states = np.empty(max_len + 1, dtype=np.int32)
     seqs = np.zeros(max_len + 1, dtype=np.int64)
     states[0] = start
-    capacity = len(parent)
+    capacity = min(len(parent), len(slots) // 2)
+    mask = len(slots) - 1
     dead_at = max_len + 1  # prefixes at least this long (of the current path) are rejected
     for i in range(n):
-        depth = lcp[i]
-        length = offsets[i + 1] - offsets[i]
+        base = offsets[i]
+        length = offsets[i + 1] - base
+        depth = 0
+        if i > 0:  # bytes shared with the previous token (sorted order: the trie path so far)
+            prev = offsets[i - 1]
+            prev_len = base - prev
+            while depth < length and depth < prev_len and data[prev + depth] == data[base + depth]:
+                depth += 1
         if dead_at <= depth:
             seq_out[i] = -1
             end_out[i] = -1
@@ -141,7 +164,6 @@ def _walk(data, offsets, lcp, max_len, trans, accept, parser_term, start, index,
         dead_at = max_len + 1
         state = states[depth]
         seq = seqs[depth]
-        base = offsets[i]
         while depth < length:
             b = data[base + depth]
             nxt = trans[state, b]
@@ -154,12 +176,19 @@ def _walk(data, offsets, lcp, max_len, trans, accept, parser_term, start, index,
                 pt = parser_term[term]
                 if pt >= 0:
                     key = seq * n_terms + pt
-                    found = index.get(key, np.int64(-1))
+                    h = (key * 0x9E3779B97F4A7C15) & mask
+                    found = np.int64(-1)
+                    while slots[h] >= 0:
+                        s = slots[h]
+                        if np.int64(parent[s]) * n_terms + last[s] == key:
+                            found = s
+                            break
+                        h = (h + 1) & mask
                     if found < 0:
                         found = count[0]
                         if found >= capacity:
                             return seq_out, end_out, True
-                        index[key] = found
+                        slots[h] = found
                         parent[found] = seq
                         last[found] = pt
                         count[0] = found + 1

@@ -451,15 +451,12 @@ class Vocabulary:
     def fingerprint(self) -> str:
         """SHA-256 hex digest of the token bytes, EOS ids and ``n_logits``; equal across processes."""
         if self._fingerprint is None:
-            digest = hashlib.sha256(b"grammask-vocabulary-1")
+            digest = hashlib.sha256(b"grammask-vocabulary-2")
             digest.update(struct.pack("<qq", self._n_logits, len(self._eos_ids)))
             digest.update(struct.pack(f"<{len(self._eos_ids)}q", *sorted(self._eos_ids)))
-            for token in self._tokens:
-                if token is None:
-                    digest.update(b"\xff\xff\xff\xff")
-                else:
-                    digest.update(struct.pack("<I", len(token)))
-                    digest.update(token)
+            lengths = [-1 if token is None else len(token) for token in self._tokens]
+            digest.update(struct.pack(f"<{len(lengths)}i", *lengths))
+            digest.update(b"".join(token for token in self._tokens if token))
             self._fingerprint = digest.hexdigest()
         return self._fingerprint
 

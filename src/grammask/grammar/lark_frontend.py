@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import re
 
+from contextlib import contextmanager
+
 from lark import exceptions as lark_exc
+from lark import lexer as lark_lexer
 from lark.lexer import PatternStr
 from lark.load_grammar import load_grammar
 
@@ -23,7 +26,8 @@ _UNDEFINED = re.compile(r"(?:Rule|Terminal) '?([^' ]+)'? used but not defined|Te
 def grammar_from_lark(text: str, *, start: str = "start", name: str = "lark") -> Grammar:
     """Load Lark EBNF text into a :class:`Grammar`; lark errors become grammask errors with line numbers."""
     try:
-        loaded, _ = load_grammar(text, "<grammar>", [], False)
+        with _no_collision_check():
+            loaded, _ = load_grammar(text, "<grammar>", [], False)
         terminal_defs, lark_rules, ignore = loaded.compile([start], set())
     except lark_exc.UnexpectedInput as e:
         raise GrammarSyntaxError(f"Lark grammar syntax error: {_first_line(str(e))}", e.line, e.column) from None
@@ -51,6 +55,21 @@ def grammar_from_lark(text: str, *, start: str = "start", name: str = "lark") ->
         )
     rules = tuple(Rule(str(r.origin.name), tuple(str(s.name) for s in r.expansion)) for r in lark_rules)
     return Grammar(tuple(terminals), rules, start, frozenset(str(i) for i in ignore), name=name)
+
+
+@contextmanager
+def _no_collision_check():
+    """Skip lark's regex-collision check (run with ``interegular`` when installed).
+
+    The first grammar load in a process builds lark's parser for its own grammar language,
+    and that check over lark's own terminals takes about 2 s; grammask checks its grammars itself.
+    """
+    saved = lark_lexer.has_interegular
+    lark_lexer.has_interegular = False
+    try:
+        yield
+    finally:
+        lark_lexer.has_interegular = saved
 
 
 def _first_line(message: str) -> str:
