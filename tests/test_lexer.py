@@ -67,3 +67,11 @@ def test_bytes_mid_character():
     emitted, state = lexer.step(state, data[2:])
     assert lexer.terminals[lexer.finish(state)[0]] == "WORD"
     assert lexer.step(0, b"\xff") is None
+
+
+def test_initial_state_means_empty_lexeme():
+    # The minimal DFA of (a|b)*abb loops back to its start state; a pending "b" is not "nothing".
+    g = "start: T*\nT: /(a|b)*abb/\n"
+    assert _lex(g, b"") == []
+    assert _lex(g, b"b") is None
+    assert _lex(g, b"babb") == ["T"]

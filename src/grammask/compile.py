@@ -32,7 +32,7 @@ from grammask.parser.kernels import (
 )
 from grammask.parser.tables import ERROR, ParseTables, build_parse_tables
 from grammask.classes import ClassTable, ClassTokens, StateClasses, group_tokens
-from grammask.spanner import SequenceTable, VocabTrie, walk_tokens
+from grammask.spanner import SequenceTable, TrieWalk, VocabTrie, walk_tokens
 
 if TYPE_CHECKING:
     from grammask.vocab import Vocabulary
@@ -136,11 +136,12 @@ def build_mask_tables(
     # 1. The vocabulary walk from every lexer state a matcher can be in between tokens.
     seqs = SequenceTable(int(parser_term.max(initial=-1)) + 2)
     walks: dict[int, StateClasses] = {}
+    work = TrieWalk(trie)
     slots = None
     queue = [0]
     while queue:
         q = queue.pop()
-        seq, end = walk_tokens(trie, lexer.trans, lexer.accept, parser_term, q, seqs)
+        seq, end = walk_tokens(trie, lexer.trans, lexer.accept, parser_term, q, seqs, work)
         alive = seq >= 0
         ends = end[alive]
         for s in np.unique(ends).tolist():

@@ -2,9 +2,9 @@
 
 For a lexer state ``q`` and a token ``t``, lexing t's bytes from q under the lexing rule either
 fails or emits a sequence of parser terminals ``E`` (ignored terminals dropped) and leaves the
-lexer in state ``q'``. Tokens are walked in sorted byte order, so a token reuses the walk of the
-prefix it shares with the previous token: the vocabulary is walked as an implicit byte trie and
-every trie node costs one DFA step per lexer state.
+lexer in state ``q'``. The vocabulary is stored as a byte trie in preorder, so the walk from one
+lexer state visits each trie node once, and skips the whole subtree of a node whose prefix is
+already rejected: a state that few tokens can continue costs little.
 
 Emitted sequences are interned in a trie over terminals: sequence id 0 is the empty sequence,
 and ``(parent id, terminal)`` names each longer one. A realizable sequence (Def. 3.3) is an
@@ -30,33 +30,69 @@ DEAD = -1
 
 @dataclass(frozen=True)
 class VocabTrie:
-    """The text tokens of a vocabulary in sorted byte order, flattened for the trie walk."""
+    """The text tokens of a vocabulary as a byte trie numbered in preorder.
 
-    token_ids: np.ndarray  # int32, token id of each sorted entry
-    data: np.ndarray  # uint8, concatenated bytes
-    offsets: np.ndarray  # int64, entry i is data[offsets[i]:offsets[i+1]]
-    max_len: int
+    Node 0 is the root (empty prefix); node ``n`` adds byte ``node_byte[n]`` to its parent's
+    prefix, and its subtree is the node range ``[n, node_end[n])``. Entry ``i`` (tokens in
+    sorted byte order) is token ``token_ids[i]``, whose bytes end at node ``token_node[i]``.
+    """
+
+    token_ids: np.ndarray
+    token_node: np.ndarray
+    node_byte: np.ndarray
+    node_parent: np.ndarray
+    node_end: np.ndarray
 
     @classmethod
     def from_vocab(cls, vocab: Vocabulary) -> "VocabTrie":
-        ids = np.array([i for i, b in enumerate(vocab.tokens) if b], dtype=np.int32)
-        texts = [vocab.tokens[i] for i in ids.tolist()]
-        lengths = np.fromiter(map(len, texts), dtype=np.int64, count=len(texts))
-        starts = np.zeros(len(texts) + 1, dtype=np.int64)
-        np.cumsum(lengths, out=starts[1:])
-        raw = np.frombuffer(b"".join(texts), dtype=np.uint8)
-        # Sort on the first 8 bytes, then length: trie order up to 8 bytes. The order only decides
-        # how much work the walk shares between neighbours, never its results.
-        pos = starts[:-1, None] + np.arange(8)
-        heads = np.where(np.arange(8) < lengths[:, None], raw[np.minimum(pos, len(raw) - 1)], 0).astype(np.uint64)
-        key = (heads << (np.uint64(8) * np.arange(7, -1, -1, dtype=np.uint64))).sum(axis=1, dtype=np.uint64)
-        order = np.lexsort((lengths, key))
-        token_ids = ids[order]
-        lengths = lengths[order]
+        ids = [i for i, b in enumerate(vocab.tokens) if b]
+        ids.sort(key=vocab.tokens.__getitem__)
+        texts = [vocab.tokens[i] for i in ids]
         offsets = np.zeros(len(texts) + 1, dtype=np.int64)
-        np.cumsum(lengths, out=offsets[1:])
-        data = raw[np.repeat(starts[:-1][order] - offsets[:-1], lengths) + np.arange(offsets[-1])]
-        return cls(token_ids, data, offsets, int(lengths.max(initial=0)))
+        np.cumsum(np.fromiter(map(len, texts), dtype=np.int64, count=len(texts)), out=offsets[1:])
+        data = np.frombuffer(b"".join(texts), dtype=np.uint8)
+        token_node, node_byte, node_parent, node_end = _build_trie(data, offsets)
+        return cls(np.array(ids, dtype=np.int32), token_node, node_byte, node_parent, node_end)
+
+    @property
+    def n_nodes(self) -> int:
+        return len(self.node_byte)
+
+
+@nb.njit(cache=True)
+def _build_trie(data, offsets):
+    n = len(offsets) - 1
+    size = offsets[-1] + 1
+    node_byte = np.zeros(size, dtype=np.uint8)
+    node_parent = np.full(size, -1, dtype=np.int32)
+    node_end = np.zeros(size, dtype=np.int32)
+    token_node = np.empty(n, dtype=np.int32)
+    max_len = 0
+    for i in range(n):
+        max_len = max(max_len, offsets[i + 1] - offsets[i])
+    path = np.zeros(max_len + 1, dtype=np.int32)  # node at each depth of the current token
+    count = 1
+    depth = 0  # length of the path currently open
+    for i in range(n):
+        base = offsets[i]
+        length = offsets[i + 1] - base
+        shared = 0
+        if i > 0:
+            prev = offsets[i - 1]
+            while shared < length and shared < depth and data[prev + shared] == data[base + shared]:
+                shared += 1
+        for d in range(depth, shared, -1):  # leave the nodes below the shared prefix
+            node_end[path[d]] = count
+        for d in range(shared, length):
+            node_byte[count] = data[base + d]
+            node_parent[count] = path[d]
+            path[d + 1] = count
+            count += 1
+        depth = length
+        token_node[i] = path[length]
+    for d in range(depth, -1, -1):
+        node_end[path[d]] = count
+    return token_node, node_byte[:count].copy(), node_parent[:count].copy(), node_end[:count].copy()
 
 
 class SequenceTable:
@@ -118,89 +154,95 @@ def _rehash(parent, last, count, n_terms, size):
     return slots
 
 
+class TrieWalk:
+    """Per-node scratch arrays reused by every walk over one trie."""
+
+    def __init__(self, trie: VocabTrie):
+        self.state = np.empty(trie.n_nodes, dtype=np.int32)
+        self.seq = np.empty(trie.n_nodes, dtype=np.int64)
+        self.stamp = np.zeros(trie.n_nodes, dtype=np.int64)
+        self.walks = 0
+
+
 def walk_tokens(
-    trie: VocabTrie, trans: np.ndarray, accept: np.ndarray, parser_term: np.ndarray, start: int, seqs: SequenceTable
+    trie: VocabTrie, trans: np.ndarray, accept: np.ndarray, parser_term: np.ndarray, start: int,
+    seqs: SequenceTable, work: TrieWalk | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Lex every token from lexer state ``start``.
 
     Returns ``(seq, end)`` over the trie's sorted entries: the interned emitted sequence (or
     ``DEAD``) and the lexer state left. ``parser_term[lexer terminal]`` is its parser terminal
-    index, or -1 for ignored terminals (not recorded in sequences).
+    index, or -1 for ignored terminals (not recorded in sequences). Pass the same ``work`` to
+    many walks over one trie to reuse its scratch arrays.
     """
+    work = work or TrieWalk(trie)
     while True:
         seqs.ensure_room(len(trie.token_ids) + 1)
+        work.walks += 1
         seq, end, full = _walk(
-            trie.data, trie.offsets, trie.max_len, trans, accept, parser_term, np.int32(start),
-            seqs.slots, seqs.parent, seqs.last, seqs.count, np.int64(seqs.n_terms),
+            trie.node_byte, trie.node_parent, trie.node_end, trie.token_node, trans, accept, parser_term,
+            np.int32(start), seqs.slots, seqs.parent, seqs.last, seqs.count, np.int64(seqs.n_terms),
+            work.state, work.seq, work.stamp, np.int64(work.walks),
         )
         if not full:
             return seq, end
 
 
 @nb.njit(cache=True)
-def _walk(data, offsets, max_len, trans, accept, parser_term, start, slots, parent, last, count, n_terms):
-    n = len(offsets) - 1
-    seq_out = np.empty(n, dtype=np.int32)
-    end_out = np.empty(n, dtype=np.int32)
-    states = np.empty(max_len + 1, dtype=np.int32)
-    seqs = np.zeros(max_len + 1, dtype=np.int64)
-    states[0] = start
+def _walk(node_byte, node_parent, node_end, token_node, trans, accept, parser_term, start, slots, parent, last,
+          count, n_terms, node_state, node_seq, node_stamp, stamp):
     capacity = min(len(parent), len(slots) // 2)
     mask = len(slots) - 1
-    dead_at = max_len + 1  # prefixes at least this long (of the current path) are rejected
-    for i in range(n):
-        base = offsets[i]
-        length = offsets[i + 1] - base
-        depth = 0
-        if i > 0:  # bytes shared with the previous token (sorted order: the trie path so far)
-            prev = offsets[i - 1]
-            prev_len = base - prev
-            while depth < length and depth < prev_len and data[prev + depth] == data[base + depth]:
-                depth += 1
-        if dead_at <= depth:
-            seq_out[i] = -1
-            end_out[i] = -1
-            continue
-        dead_at = max_len + 1
-        state = states[depth]
-        seq = seqs[depth]
-        while depth < length:
-            b = data[base + depth]
-            nxt = trans[state, b]
-            if nxt < 0:
-                term = accept[state]
-                nxt = trans[0, b]
-                if term < 0 or nxt < 0:
-                    dead_at = depth + 1
-                    break
-                pt = parser_term[term]
-                if pt >= 0:
-                    key = seq * n_terms + pt
-                    h = (key * 0x9E3779B97F4A7C15) & mask
-                    found = np.int64(-1)
-                    while slots[h] >= 0:
-                        s = slots[h]
-                        if np.int64(parent[s]) * n_terms + last[s] == key:
-                            found = s
-                            break
-                        h = (h + 1) & mask
-                    if found < 0:
-                        found = count[0]
-                        if found >= capacity:
-                            return seq_out, end_out, True
-                        slots[h] = found
-                        parent[found] = seq
-                        last[found] = pt
-                        count[0] = found + 1
-                    seq = found
-            state = nxt
-            depth += 1
-            states[depth] = state
-            seqs[depth] = seq
-        if dead_at <= length:
-            seq_out[i] = -1
-            end_out[i] = -1
+    node_state[0] = start
+    node_seq[0] = 0
+    node_stamp[0] = stamp
+    n = 1
+    n_nodes = len(node_byte)
+    while n < n_nodes:
+        up = node_parent[n]
+        state = node_state[up]
+        seq = node_seq[up]
+        b = node_byte[n]
+        nxt = trans[state, b]
+        if nxt < 0:
+            term = accept[state]
+            nxt = trans[0, b]
+            if term < 0 or nxt < 0:
+                n = node_end[n]  # this prefix is rejected, and so is every token below it
+                continue
+            pt = parser_term[term]
+            if pt >= 0:
+                key = seq * n_terms + pt
+                h = (key * 0x9E3779B97F4A7C15) & mask
+                found = np.int64(-1)
+                while slots[h] >= 0:
+                    s = slots[h]
+                    if np.int64(parent[s]) * n_terms + last[s] == key:
+                        found = s
+                        break
+                    h = (h + 1) & mask
+                if found < 0:
+                    found = count[0]
+                    if found >= capacity:
+                        return token_node, token_node, True
+                    slots[h] = found
+                    parent[found] = seq
+                    last[found] = pt
+                    count[0] = found + 1
+                seq = found
+        node_state[n] = nxt
+        node_seq[n] = seq
+        node_stamp[n] = stamp
+        n += 1
+    n_tokens = len(token_node)
+    seq_out = np.empty(n_tokens, dtype=np.int32)
+    end_out = np.empty(n_tokens, dtype=np.int32)
+    for i in range(n_tokens):
+        nd = token_node[i]
+        if node_stamp[nd] == stamp:
+            seq_out[i] = node_seq[nd]
+            end_out[i] = node_state[nd]
         else:
-            seq_out[i] = seq
-            end_out[i] = state
+            seq_out[i] = -1
+            end_out[i] = -1
     return seq_out, end_out, False

@@ -99,7 +99,9 @@ def build_lexer(grammar: Grammar) -> LexerAutomaton:
     accept = np.array(
         [min(tags, key=rank.__getitem__) if tags else NO_TERMINAL for tags in dfa.accepts], dtype=np.int32
     )
-    trans = np.ascontiguousarray(dfa.trans, dtype=np.int32)
+    trans = _detach_start(np.ascontiguousarray(dfa.trans, dtype=np.int32))
+    if len(trans) > len(accept):
+        accept = np.append(accept, accept[0])
     return LexerAutomaton(
         terminals=tuple(t.name for t in terminals),
         ignored=np.array([t.name in grammar.ignore for t in terminals], dtype=bool),
@@ -107,6 +109,16 @@ def build_lexer(grammar: Grammar) -> LexerAutomaton:
         accept=accept,
         produce=_producible(trans, accept, len(terminals)),
     )
+
+
+def _detach_start(trans: np.ndarray) -> np.ndarray:
+    """Make state 0 mean "empty lexeme" only: a minimal DFA may loop back into its start state
+    (e.g. for ``(a|b)*abb``); such transitions go to a copy of it instead."""
+    if not (trans == 0).any():
+        return trans
+    copy = len(trans)
+    trans = np.where(trans == 0, copy, trans)
+    return np.vstack([trans, trans[0]])
 
 
 def _tie_key(t: Terminal) -> tuple:
