@@ -32,7 +32,7 @@ from grammask.parser.kernels import (
 )
 from grammask.parser.tables import ERROR, ParseTables, build_parse_tables
 from grammask.classes import ClassTable, ClassTokens, StateClasses, group_tokens
-from grammask.spanner import SequenceTable, TrieWalk, VocabTrie, walk_tokens
+from grammask.spanner import SequenceTable, TrieWalk, VocabTrie, walk_alive
 
 if TYPE_CHECKING:
     from grammask.vocab import Vocabulary
@@ -139,18 +139,20 @@ def build_mask_tables(
     work = TrieWalk(trie)
     slots = None
     queue = [0]
+    queued = np.zeros(lexer.n_states, dtype=bool)
+    queued[0] = True
     while queue:
         q = queue.pop()
-        seq, end = walk_tokens(trie, lexer.trans, lexer.accept, parser_term, q, seqs, work)
-        alive = seq >= 0
-        ends = end[alive]
-        for s in np.unique(ends).tolist():
-            if s not in walks and s not in queue:
-                queue.append(s)
-        keys = seq[alive].astype(np.int64) * n_follow + state_follow[ends]
+        entries, seq, ends = walk_alive(trie, lexer.trans, lexer.accept, parser_term, q, seqs, work)
+        fresh = np.zeros(lexer.n_states, dtype=bool)
+        fresh[ends] = True
+        fresh &= ~queued
+        queued |= fresh
+        queue.extend(np.flatnonzero(fresh).tolist())
+        keys = seq.astype(np.int64) * n_follow + state_follow[ends]
         if slots is None or len(slots) < len(seqs) * n_follow:
             slots = np.full(2 * len(seqs) * n_follow, -1, dtype=np.int32)
-        walks[q] = group_tokens(trie.token_ids[alive], keys, slots)
+        walks[q] = group_tokens(trie.token_ids[entries], keys, slots)
     classes = ClassTable(np.concatenate([w.classes for w in walks.values()]), seqs, n_follow)
     class_arrays = (classes.seq_ptr, classes.seq_terms, classes.follow, follow_ptr, follow_terms, follow_any)
     for walk in walks.values():

@@ -34,7 +34,9 @@ class VocabTrie:
 
     Node 0 is the root (empty prefix); node ``n`` adds byte ``node_byte[n]`` to its parent's
     prefix, and its subtree is the node range ``[n, node_end[n])``. Entry ``i`` (tokens in
-    sorted byte order) is token ``token_ids[i]``, whose bytes end at node ``token_node[i]``.
+    sorted byte order) is token ``token_ids[i]``, whose bytes end at node ``token_node[i]``; the
+    entries ending at node ``n`` are ``node_tok_ptr[n]:node_tok_ptr[n+1]`` (entries and nodes are
+    in the same order).
     """
 
     token_ids: np.ndarray
@@ -42,6 +44,7 @@ class VocabTrie:
     node_byte: np.ndarray
     node_parent: np.ndarray
     node_end: np.ndarray
+    node_tok_ptr: np.ndarray
 
     @classmethod
     def from_vocab(cls, vocab: Vocabulary) -> "VocabTrie":
@@ -52,7 +55,9 @@ class VocabTrie:
         np.cumsum(np.fromiter(map(len, texts), dtype=np.int64, count=len(texts)), out=offsets[1:])
         data = np.frombuffer(b"".join(texts), dtype=np.uint8)
         token_node, node_byte, node_parent, node_end = _build_trie(data, offsets)
-        return cls(np.array(ids, dtype=np.int32), token_node, node_byte, node_parent, node_end)
+        node_tok_ptr = np.zeros(len(node_byte) + 1, dtype=np.int64)
+        np.cumsum(np.bincount(token_node, minlength=len(node_byte)), out=node_tok_ptr[1:])
+        return cls(np.array(ids, dtype=np.int32), token_node, node_byte, node_parent, node_end, node_tok_ptr)
 
     @property
     def n_nodes(self) -> int:
@@ -160,42 +165,54 @@ class TrieWalk:
     def __init__(self, trie: VocabTrie):
         self.state = np.empty(trie.n_nodes, dtype=np.int32)
         self.seq = np.empty(trie.n_nodes, dtype=np.int64)
-        self.stamp = np.zeros(trie.n_nodes, dtype=np.int64)
-        self.walks = 0
+        n = len(trie.token_ids)
+        self.out = (np.empty(n, dtype=np.int32), np.empty(n, dtype=np.int32), np.empty(n, dtype=np.int32))
 
 
 def walk_tokens(
     trie: VocabTrie, trans: np.ndarray, accept: np.ndarray, parser_term: np.ndarray, start: int,
     seqs: SequenceTable, work: TrieWalk | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Lex every token from lexer state ``start``.
+    """Lex every token from lexer state ``start``: ``(seq, end)`` over all the trie's entries, ``DEAD`` where rejected."""
+    entries, seq, end = walk_alive(trie, trans, accept, parser_term, start, seqs, work)
+    seq_all = np.full(len(trie.token_ids), DEAD, dtype=np.int32)
+    end_all = np.full(len(trie.token_ids), DEAD, dtype=np.int32)
+    seq_all[entries] = seq
+    end_all[entries] = end
+    return seq_all, end_all
 
-    Returns ``(seq, end)`` over the trie's sorted entries: the interned emitted sequence (or
-    ``DEAD``) and the lexer state left. ``parser_term[lexer terminal]`` is its parser terminal
-    index, or -1 for ignored terminals (not recorded in sequences). Pass the same ``work`` to
-    many walks over one trie to reuse its scratch arrays.
+
+def walk_alive(
+    trie: VocabTrie, trans: np.ndarray, accept: np.ndarray, parser_term: np.ndarray, start: int,
+    seqs: SequenceTable, work: TrieWalk | None = None,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Lex every token from lexer state ``start``; only the tokens that survive are reported.
+
+    Returns ``(entries, seq, end)``: the trie entries that lex, each one's interned emitted
+    sequence and the lexer state it leaves. ``parser_term[lexer terminal]`` is its parser
+    terminal index, or -1 for ignored terminals (not recorded in sequences). Pass the same
+    ``work`` to many walks over one trie to reuse its scratch arrays.
     """
     work = work or TrieWalk(trie)
     while True:
         seqs.ensure_room(len(trie.token_ids) + 1)
-        work.walks += 1
-        seq, end, full = _walk(
-            trie.node_byte, trie.node_parent, trie.node_end, trie.token_node, trans, accept, parser_term,
+        entries, seq, end, full = _walk(
+            trie.node_byte, trie.node_parent, trie.node_end, trie.node_tok_ptr, trans, accept, parser_term,
             np.int32(start), seqs.slots, seqs.parent, seqs.last, seqs.count, np.int64(seqs.n_terms),
-            work.state, work.seq, work.stamp, np.int64(work.walks),
+            work.state, work.seq, *work.out,
         )
         if not full:
-            return seq, end
+            return entries, seq, end
 
 
 @nb.njit(cache=True)
-def _walk(node_byte, node_parent, node_end, token_node, trans, accept, parser_term, start, slots, parent, last,
-          count, n_terms, node_state, node_seq, node_stamp, stamp):
+def _walk(node_byte, node_parent, node_end, node_tok_ptr, trans, accept, parser_term, start, slots, parent, last,
+          count, n_terms, node_state, node_seq, entries, seq_out, end_out):
     capacity = min(len(parent), len(slots) // 2)
     mask = len(slots) - 1
+    n_out = 0
     node_state[0] = start
     node_seq[0] = 0
-    node_stamp[0] = stamp
     n = 1
     n_nodes = len(node_byte)
     while n < n_nodes:
@@ -224,7 +241,7 @@ def _walk(node_byte, node_parent, node_end, token_node, trans, accept, parser_te
                 if found < 0:
                     found = count[0]
                     if found >= capacity:
-                        return token_node, token_node, True
+                        return entries, seq_out, end_out, True
                     slots[h] = found
                     parent[found] = seq
                     last[found] = pt
@@ -232,17 +249,10 @@ def _walk(node_byte, node_parent, node_end, token_node, trans, accept, parser_te
                 seq = found
         node_state[n] = nxt
         node_seq[n] = seq
-        node_stamp[n] = stamp
+        for e in range(node_tok_ptr[n], node_tok_ptr[n + 1]):
+            entries[n_out] = e
+            seq_out[n_out] = seq
+            end_out[n_out] = nxt
+            n_out += 1
         n += 1
-    n_tokens = len(token_node)
-    seq_out = np.empty(n_tokens, dtype=np.int32)
-    end_out = np.empty(n_tokens, dtype=np.int32)
-    for i in range(n_tokens):
-        nd = token_node[i]
-        if node_stamp[nd] == stamp:
-            seq_out[i] = node_seq[nd]
-            end_out[i] = node_state[nd]
-        else:
-            seq_out[i] = -1
-            end_out[i] = -1
-    return seq_out, end_out, False
+    return entries[:n_out].copy(), seq_out[:n_out].copy(), end_out[:n_out].copy(), False

@@ -205,6 +205,11 @@ def _describe(op, av) -> str:
 _CharMode = tuple[bool, bool]
 
 
+def char_set(op, av, flags: int) -> CodeRanges:
+    """The scalar values one LITERAL / NOT_LITERAL / IN item of ``re``'s parse admits under ``flags``."""
+    return _char_set(op, tuple(av) if op is sre.IN else av, _char_mode(flags))
+
+
 def _char_mode(flags: int) -> _CharMode:
     return bool(flags & re.IGNORECASE), bool(flags & re.ASCII)
 

@@ -107,6 +107,50 @@ class Grammar:
         return grammar_from_lark(text, start=start, name=name)
 
     @classmethod
+    def from_json_schema(
+        cls,
+        schema,
+        *,
+        whitespace="compact",
+        property_order: str = "schema",
+        additional_properties: bool = True,
+        strict: bool = True,
+        name: str = "json_schema",
+    ) -> "Grammar":
+        """A grammar for the JSON documents a JSON Schema (draft 2020-12) accepts.
+
+        ``whitespace``: ``"compact"`` (bounded optional whitespace), ``"any"`` (RFC 8259) or an
+        indent width for pretty-printed output. ``property_order``: ``"schema"`` (as listed) or
+        ``"any"``. ``additional_properties``: the value assumed where the schema does not say.
+        A keyword that cannot be enforced exactly raises ``UnsupportedSchemaError`` (naming it and
+        its JSON pointer) when ``strict``; otherwise it is warned about and listed in ``notes``.
+        """
+        from grammask.grammar.json_schema import grammar_from_json_schema
+
+        return grammar_from_json_schema(
+            schema,
+            whitespace=whitespace,
+            property_order=property_order,
+            additional_properties=additional_properties,
+            strict=strict,
+            name=name,
+        )
+
+    @classmethod
+    def from_regex(cls, pattern: str, *, name: str = "regex") -> "Grammar":
+        """A grammar whose sentences are the strings ``re.fullmatch(pattern, s)`` accepts."""
+        from grammask.grammar.regex_frontend import grammar_from_regex
+
+        return grammar_from_regex(pattern, name=name)
+
+    @classmethod
+    def from_gbnf(cls, text: str, *, start: str = "root", name: str = "gbnf") -> "Grammar":
+        """Load a llama.cpp GBNF grammar."""
+        from grammask.grammar.gbnf import grammar_from_gbnf
+
+        return grammar_from_gbnf(text, start=start, name=name)
+
+    @classmethod
     def builtin(cls, name: str) -> "Grammar":
         """A grammar shipped with grammask: ``json`` (RFC 8259) or ``c`` (a C subset)."""
         from grammask.grammar.builtin import load_builtin

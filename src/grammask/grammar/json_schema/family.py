@@ -1,0 +1,73 @@
+"""One lexer terminal per language, with overlaps resolved so that a context-free lexer stays exact.
+
+grammask's lexer does not know the parser state: a lexeme that two terminals match is always
+emitted as the one with the higher priority. A family holds the languages a grammar needs
+(string values, property names, numbers), closes them under intersection of overlapping
+members, and ranks them so that every member outranks the members that strictly contain it.
+Then a lexeme ``w`` is always emitted as the smallest member containing it, and a position
+that admits language ``L`` is exact when it accepts the members contained in ``L``.
+"""
+
+from __future__ import annotations
+
+from typing import Protocol
+
+
+class Language(Protocol):
+    key: tuple
+
+    def intersect(self, other): ...
+
+    def is_subset(self, other) -> bool: ...
+
+    def is_empty(self) -> bool: ...
+
+
+class Family:
+    """Languages keyed by :attr:`Language.key`, closed under intersection by :meth:`close`."""
+
+    def __init__(self) -> None:
+        self.members: dict[tuple, Language] = {}
+        self._subset: dict[tuple[tuple, tuple], bool] = {}
+        self.closed = True
+
+    def add(self, language: Language) -> tuple:
+        if language.key not in self.members:
+            self.members[language.key] = language
+            self.closed = False
+        return language.key
+
+    def subset(self, a: tuple, b: tuple) -> bool:
+        found = self._subset.get((a, b))
+        if found is None:
+            found = a == b or self.members[a].is_subset(self.members[b])
+            self._subset[(a, b)] = found
+        return found
+
+    def close(self) -> None:
+        """Add the intersection of every two overlapping members neither of which contains the other."""
+        pending = list(self.members)
+        done: list[tuple] = []
+        while pending:
+            a = pending.pop()
+            for b in done:
+                if self.subset(a, b) or self.subset(b, a):
+                    continue
+                both = self.members[a].intersect(self.members[b])
+                if not both.is_empty() and both.key not in self.members:
+                    self.members[both.key] = both
+                    pending.append(both.key)
+            done.append(a)
+        self.closed = True
+
+    def contained_in(self, keys) -> list[tuple]:
+        """The non-empty members contained in at least one of the members ``keys``."""
+        return [m for m in self.terminal_members() if any(self.subset(m, k) for k in keys)]
+
+    def terminal_members(self) -> list[tuple]:
+        """The members that need a terminal (all but the empty language)."""
+        return [m for m, language in self.members.items() if not language.is_empty()]
+
+    def priority(self, key: tuple) -> int:
+        """The number of members strictly containing ``key``: smaller languages rank higher."""
+        return sum(1 for other in self.members if other != key and self.subset(key, other) and not self.subset(other, key))

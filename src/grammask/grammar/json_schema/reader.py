@@ -1,0 +1,579 @@
+"""JSON Schema (draft 2020-12) documents to :class:`Shape` s, keyword by keyword.
+
+Every keyword either constrains the shape exactly or is reported through :class:`Issues`:
+in strict mode as an :class:`UnsupportedSchemaError` naming the keyword and its JSON pointer,
+otherwise as a note, the keyword then constraining nothing. Annotation keywords (``title``,
+``description``, ``default``, ``examples``...) and unknown keywords constrain nothing by the
+specification and are skipped.
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from dataclasses import dataclass
+
+from referencing import Registry, Resource
+from referencing.exceptions import Unresolvable
+from referencing.jsonschema import DRAFT202012
+
+from grammask.errors import UnsupportedRegexError, UnsupportedSchemaError
+from grammask.grammar.json_schema.formats import FORMATS, UNENFORCEABLE, format_language
+from grammask.grammar.json_schema.numbers import NumberSet
+from grammask.grammar.json_schema.shapes import (
+    IMPLICIT,
+    TRUE_NODE,
+    ArrayShape,
+    ExtraRule,
+    Node,
+    ObjectShape,
+    Shape,
+)
+from grammask.grammar.json_schema.strings import StringSet
+from grammask.grammar.regex_frontend import parse_pattern
+
+# Keywords that never constrain an instance (annotations, identifiers, containers of subschemas
+# reached only through $ref).
+_ANNOTATIONS = frozenset(
+    {
+        "$schema", "$id", "$anchor", "$comment", "$defs", "definitions", "$vocabulary", "title",
+        "description", "default", "examples", "deprecated", "readOnly", "writeOnly",
+        "contentEncoding", "contentMediaType", "contentSchema",
+    }
+)
+# Keywords grammask does not enforce.
+_UNSUPPORTED = {
+    "multipleOf": "divisibility is not enforced",
+    "uniqueItems": "item uniqueness is not context-free",
+    "contains": "'contains' is not enforced",
+    "minContains": "'contains' is not enforced",
+    "maxContains": "'contains' is not enforced",
+    "minProperties": "property counts are not enforced",
+    "maxProperties": "property counts are not enforced",
+    "dependencies": "property dependencies are not enforced",
+    "unevaluatedProperties": "'unevaluatedProperties' is not enforced",
+    "unevaluatedItems": "'unevaluatedItems' is not enforced",
+    "$dynamicRef": "dynamic references are not resolved",
+    "$dynamicAnchor": "dynamic references are not resolved",
+    "$recursiveRef": "dynamic references are not resolved",
+}
+_TYPES = ("null", "boolean", "integer", "number", "string", "array", "object")
+MAX_ANY_ORDER = 8
+
+
+class Issues:
+    """Collects keywords that cannot be enforced: raises in strict mode, else keeps a note."""
+
+    def __init__(self, strict: bool):
+        self.strict = strict
+        self.notes: list[str] = []
+
+    def unsupported(self, keyword: str, pointer: str, why: str) -> None:
+        message = f"'{keyword}' at {pointer or '#'}: {why}"
+        if self.strict:
+            raise UnsupportedSchemaError(message + " (strict=False ignores it, with a warning)")
+        if message not in self.notes:
+            self.notes.append(message)
+            warnings.warn(f"JSON Schema keyword ignored: {message}", stacklevel=4)
+
+    def note(self, message: str) -> None:
+        if message not in self.notes:
+            self.notes.append(message)
+
+
+@dataclass(frozen=True)
+class _Complement:
+    """A synthetic schema: the complement of a node."""
+
+    node: Node
+
+
+@dataclass(frozen=True)
+class _Entry:
+    schema: object
+    resolver: object
+    pointer: str
+
+
+class SchemaReader:
+    """Reads the schemas of one document into shapes, memoized by node."""
+
+    def __init__(self, root: object, issues: Issues):
+        self.issues = issues
+        self.entries: list[_Entry] = []
+        self._index: dict[int, int] = {}
+        self._shapes: dict[Node, Shape] = {}
+        self._reading: set[int] = set()
+        self._complements: dict[Node, _Complement] = {}
+        resource = Resource.from_contents(root, default_specification=DRAFT202012) if isinstance(root, dict) else None
+        uri = (resource.id() if resource else None) or ""
+        registry = Registry().with_resource(uri, resource).crawl() if resource else Registry()
+        self.root = self.add(root, registry.resolver(base_uri=uri), "")
+
+    def add(self, schema: object, resolver, pointer: str) -> int:
+        """The index of a schema, registering it (and entering its ``$id`` scope) on first sight."""
+        found = self._index.get(id(schema))
+        if found is not None:
+            return found
+        if isinstance(schema, dict) and "$id" in schema and resolver is not None:
+            resolver = resolver.in_subresource(Resource.from_contents(schema, default_specification=DRAFT202012))
+        self._index[id(schema)] = len(self.entries)
+        self.entries.append(_Entry(schema, resolver, pointer))
+        return len(self.entries) - 1
+
+    def const_node(self, value: object, pointer: str) -> Node:
+        """A node matching exactly ``value``."""
+        return frozenset({self.add({"const": value}, None, pointer)})
+
+    def complement_node(self, node: Node) -> Node:
+        """A node matching exactly the values ``node`` rejects (read like ``{"not": ...}``)."""
+        marker = _Complement(node)
+        found = self._complements.setdefault(node, marker)
+        return frozenset({self.add(found, None, f"not({self.pointer(node)})")})
+
+    def pointer(self, node: Node) -> str:
+        return " & ".join(sorted(self.entries[i].pointer or "#" for i in node)) or "#"
+
+    def shape(self, node: Node) -> Shape:
+        found = self._shapes.get(node)
+        if found is None:
+            found = Shape.anything()
+            for i in sorted(node):
+                found = found.intersect(self._schema_shape(i))
+            self._shapes[node] = found
+        return found
+
+    def _schema_shape(self, index: int) -> Shape:
+        single = frozenset({index})
+        if single in self._shapes:
+            return self._shapes[single]
+        if index in self._reading:
+            entry = self.entries[index]
+            raise UnsupportedSchemaError(
+                f"'$ref' at {entry.pointer or '#'}: the schema refers to itself without any object or array in between"
+            )
+        self._reading.add(index)
+        try:
+            shape = _KeywordReader(self, self.entries[index]).read()
+        finally:
+            self._reading.discard(index)
+        self._shapes[single] = shape
+        return shape
+
+    def is_anything(self, node: Node) -> bool:
+        """Whether the node admits every JSON value (decided on the shape, conservatively)."""
+        return node == TRUE_NODE or _is_anything(self.shape(node), self, depth=2)
+
+
+def _is_anything(shape: Shape, reader: SchemaReader, depth: int) -> bool:
+    if not (shape.null and len(shape.booleans) == 2 and shape.numbers == NumberSet.numbers()):
+        return False
+    if not any(s.kind == "all" for s in shape.strings):
+        return False
+    return any(_any_array(a, reader, depth) for a in shape.arrays) and any(
+        _any_object(o, reader, depth) for o in shape.objects
+    )
+
+
+def _any_node(node, reader: SchemaReader, depth: int) -> bool:
+    if node is None:
+        return False
+    if node == TRUE_NODE:
+        return True
+    return depth > 0 and _is_anything(reader.shape(node), reader, depth - 1)
+
+
+def _any_array(a: ArrayShape, reader: SchemaReader, depth: int) -> bool:
+    return (
+        a.min_items == 0
+        and a.max_items is None
+        and all(_any_node(p, reader, depth) for p in a.prefix)
+        and _any_node(a.items, reader, depth)
+    )
+
+
+def _any_object(o: ObjectShape, reader: SchemaReader, depth: int) -> bool:
+    return (
+        not o.required
+        and o.names.kind == "all"
+        and all(_any_node(n, reader, depth) for _, n in o.props)
+        and all(not r.patterns and (r.additional is IMPLICIT or _any_node(r.additional, reader, depth)) for r in o.extras)
+    )
+
+
+class _KeywordReader:
+    """Reads one schema object."""
+
+    def __init__(self, reader: SchemaReader, entry: _Entry):
+        self.reader = reader
+        self.issues = reader.issues
+        self.schema = entry.schema
+        self.resolver = entry.resolver
+        self.pointer = entry.pointer
+
+    def at(self, *parts: object) -> str:
+        return self.pointer + "".join("/" + str(p).replace("~", "~0").replace("/", "~1") for p in parts)
+
+    def sub(self, schema: object, *parts: object) -> Node:
+        """The node of a subschema found at ``parts`` below this schema."""
+        if schema is True or schema == {}:
+            return TRUE_NODE
+        if not isinstance(schema, (dict, bool)):
+            raise UnsupportedSchemaError(f"{self.at(*parts)}: a schema must be an object or a boolean, not {schema!r}")
+        return frozenset({self.reader.add(schema, self.resolver, self.at(*parts))})
+
+    def read(self) -> Shape:
+        schema = self.schema
+        if isinstance(schema, _Complement):
+            complement = self._complement(self.reader.shape(schema.node), "not")
+            return Shape.anything() if complement is None else complement
+        if schema is True:
+            return Shape.anything()
+        if schema is False:
+            return Shape()
+        if not isinstance(schema, dict):
+            raise UnsupportedSchemaError(f"{self.pointer or '#'}: a schema must be an object or a boolean, not {schema!r}")
+        for keyword in schema:
+            if keyword in _UNSUPPORTED and not self._trivial(keyword):
+                self.issues.unsupported(keyword, self.at(keyword), _UNSUPPORTED[keyword])
+        shape = self._by_type()
+        if "enum" in schema or "const" in schema:
+            shape = shape.intersect(self._enum())
+        if "$ref" in schema:
+            shape = shape.intersect(self._ref())
+        for i, member in enumerate(schema.get("allOf", ())):
+            shape = shape.intersect(self.reader.shape(self.sub(member, "allOf", i)))
+        if "anyOf" in schema:
+            shape = shape.intersect(self._union("anyOf"))
+        if "oneOf" in schema:
+            shape = shape.intersect(self._one_of(shape))
+        for keyword in ("dependentRequired", "dependentSchemas"):
+            if schema.get(keyword):
+                shape = shape.intersect(self._dependencies(keyword))
+        if "not" in schema:
+            complement = self._complement(self.reader.shape(self.sub(schema["not"], "not")), "not")
+            if complement is not None:
+                shape = shape.intersect(complement)
+        if "if" in schema:
+            shape = shape.intersect(self._conditional())
+        return shape
+
+    def _trivial(self, keyword: str) -> bool:
+        """Keywords whose value makes them constrain nothing."""
+        value = self.schema[keyword]
+        if keyword == "uniqueItems":
+            return value is False
+        if keyword == "minProperties":
+            return value == 0
+        if keyword == "dependencies":
+            return value == {}
+        if keyword in ("unevaluatedProperties", "unevaluatedItems"):
+            return value is True or value == {}
+        if keyword == "$dynamicAnchor":
+            return True
+        return False
+
+    # --- types ---------------------------------------------------------------------------
+
+    def _by_type(self) -> Shape:
+        schema = self.schema
+        types = schema.get("type", list(_TYPES))
+        if isinstance(types, str):
+            types = [types]
+        unknown = [t for t in types if t not in _TYPES]
+        if unknown:
+            raise UnsupportedSchemaError(f"'type' at {self.at('type')}: unknown type {unknown[0]!r}")
+        numbers = NumberSet.empty()
+        if "number" in types:
+            numbers = NumberSet.numbers()
+        elif "integer" in types:
+            numbers = NumberSet.integers()
+        return Shape(
+            null="null" in types,
+            booleans=frozenset({True, False}) if "boolean" in types else frozenset(),
+            numbers=self._numbers(numbers) if not numbers.is_empty() else numbers,
+            strings=(self._strings(),) if "string" in types else (),
+            arrays=(self._array(),) if "array" in types else (),
+            objects=(self._object(),) if "object" in types else (),
+        )
+
+    def _numbers(self, base: NumberSet) -> NumberSet:
+        ops = {"minimum": ">=", "exclusiveMinimum": ">", "maximum": "<=", "exclusiveMaximum": "<"}
+        for keyword, op in ops.items():
+            if keyword not in self.schema:
+                continue
+            bound = self.schema[keyword]
+            if isinstance(bound, bool) or not isinstance(bound, (int, float)):
+                raise UnsupportedSchemaError(f"'{keyword}' at {self.at(keyword)}: must be a number, not {bound!r}")
+            try:
+                base = base.intersect(NumberSet.bounded(op, bound))
+            except OverflowError as e:
+                self.issues.unsupported(keyword, self.at(keyword), str(e))
+        return base
+
+    def _strings(self) -> StringSet:
+        schema = self.schema
+        result = StringSet.everything()
+        for keyword in ("minLength", "maxLength"):
+            value = schema.get(keyword)
+            if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0 or value != int(value)):
+                raise UnsupportedSchemaError(f"'{keyword}' at {self.at(keyword)}: must be a non-negative integer")
+        if "minLength" in schema or "maxLength" in schema:
+            max_length = schema.get("maxLength")
+            result = StringSet.length(int(schema.get("minLength", 0)), None if max_length is None else int(max_length))
+        if "pattern" in schema:
+            try:
+                node = parse_pattern(schema["pattern"], dialect="ecma", search=True)
+                result = result.intersect(StringSet.regular(node))
+            except UnsupportedRegexError as e:
+                self.issues.unsupported("pattern", self.at("pattern"), str(e))
+        if "format" in schema:
+            result = result.intersect(self._format())
+        return result
+
+    def _format(self) -> StringSet:
+        name = self.schema["format"]
+        if name in FORMATS:
+            return StringSet.regular(format_language(name))
+        if name in UNENFORCEABLE:
+            self.issues.unsupported("format", self.at("format"), f"format {name!r} is not enforced")
+        else:
+            self.issues.note(f"'format' at {self.at('format')}: {name!r} is not a format of the specification; it constrains nothing")
+        return StringSet.everything()
+
+    def _array(self) -> ArrayShape:
+        schema = self.schema
+        prefix = tuple(self.sub(s, "prefixItems", i) for i, s in enumerate(schema.get("prefixItems", ())))
+        items = schema.get("items", True)
+        if isinstance(items, list):
+            raise UnsupportedSchemaError(f"'items' at {self.at('items')}: an array of schemas is 'prefixItems' in draft 2020-12")
+        items_node = None if items is False else self.sub(items, "items")
+        max_items = schema.get("maxItems")
+        return ArrayShape(prefix, items_node, int(schema.get("minItems", 0)), None if max_items is None else int(max_items))
+
+    def _object(self) -> ObjectShape:
+        schema = self.schema
+        properties = schema.get("properties", {})
+        patterns = []
+        for pattern, sub in schema.get("patternProperties", {}).items():
+            try:
+                language = StringSet.regular(parse_pattern(pattern, dialect="ecma", search=True))
+            except UnsupportedRegexError as e:
+                self.issues.unsupported("patternProperties", self.at("patternProperties", pattern), str(e))
+                continue
+            patterns.append((language, self.sub(sub, "patternProperties", pattern)))
+        additional = schema.get("additionalProperties", IMPLICIT)
+        if additional is not IMPLICIT:
+            additional = None if additional is False else self.sub(additional, "additionalProperties")
+        rule = ExtraRule(tuple(patterns), additional)
+        props = []
+        for name, sub in properties.items():
+            matched = [node for language, node in patterns if language.contains(name)]
+            node = None if sub is False else self.sub(sub, "properties", name).union(*matched)
+            props.append((name, node))
+        required = frozenset(schema.get("required", ()))
+        for name in schema.get("required", ()):
+            if name not in properties:
+                value = rule.value_for(name)
+                props.append((name, TRUE_NODE if value is IMPLICIT else value))
+        names = StringSet.everything()
+        if "propertyNames" in schema:
+            names = self._property_names()
+            props = [(n, node if names.contains(n) else None) for n, node in props]
+        return ObjectShape(tuple(props), required, (rule,), names)
+
+    def _property_names(self) -> StringSet:
+        node = self.sub(self.schema["propertyNames"], "propertyNames")
+        shape = self.reader.shape(node)
+        if not shape.strings:
+            return StringSet("empty")
+        result = shape.strings[0]
+        for s in shape.strings[1:]:
+            if not s.is_subset(result):
+                if result.is_subset(s):
+                    result = s
+                else:
+                    self.issues.unsupported("propertyNames", self.at("propertyNames"), "a union of name languages is not enforced")
+                    return StringSet.everything()
+        return result
+
+    # --- values --------------------------------------------------------------------------
+
+    def _enum(self) -> Shape:
+        if "const" in self.schema:
+            values, where = [self.schema["const"]], ("const",)
+        else:
+            values, where = self.schema["enum"], ("enum",)
+            if not isinstance(values, list):
+                raise UnsupportedSchemaError(f"'enum' at {self.at('enum')}: must be an array")
+        shape = Shape()
+        for i, value in enumerate(values):
+            shape = shape.union(self._value(value, self.at(*where, i) if where == ("enum",) else self.at(*where)))
+        return shape
+
+    def _value(self, value: object, pointer: str) -> Shape:
+        if value is None:
+            return Shape(null=True)
+        if isinstance(value, bool):
+            return Shape(booleans=frozenset({value}))
+        if isinstance(value, (int, float)):
+            if isinstance(value, float) and not math.isfinite(value):
+                return Shape()
+            return Shape(numbers=NumberSet.equal_to(value))
+        if isinstance(value, str):
+            return Shape(strings=(StringSet.literal(value),))
+        if isinstance(value, list):
+            prefix = tuple(self.reader.const_node(v, f"{pointer}/{i}") for i, v in enumerate(value))
+            return Shape(arrays=(ArrayShape(prefix, None, len(value), len(value)),))
+        if isinstance(value, dict):
+            props = tuple((k, self.reader.const_node(v, f"{pointer}/{k}")) for k, v in value.items())
+            return Shape(objects=(ObjectShape(props, frozenset(value), (ExtraRule((), None),)),))
+        raise UnsupportedSchemaError(f"{pointer}: {value!r} is not a JSON value")
+
+    def _ref(self) -> Shape:
+        ref = self.schema["$ref"]
+        try:
+            resolved = self.resolver.lookup(ref)
+        except (Unresolvable, AttributeError) as e:
+            self.issues.unsupported("$ref", self.at("$ref"), f"cannot resolve {ref!r} within the document ({type(e).__name__})")
+            return Shape.anything()
+        index = self.reader.add(resolved.contents, resolved.resolver, f"{self.at('$ref')}->{ref}")
+        return self.reader.shape(frozenset({index}))
+
+    # --- combinators ---------------------------------------------------------------------
+
+    def _branches(self, keyword: str) -> list[Shape]:
+        members = self.schema[keyword]
+        if not isinstance(members, list) or not members:
+            raise UnsupportedSchemaError(f"'{keyword}' at {self.at(keyword)}: must be a non-empty array of schemas")
+        return [self.reader.shape(self.sub(m, keyword, i)) for i, m in enumerate(members)]
+
+    def _union(self, keyword: str) -> Shape:
+        shape = Shape()
+        for branch in self._branches(keyword):
+            shape = shape.union(branch)
+        return shape
+
+    def _one_of(self, context: Shape) -> Shape:
+        """Exactly one branch: exact where the branches' complements are expressible, else
+        ``anyOf`` where the branches (within what the rest of the schema admits) are disjoint."""
+        branches = [context.intersect(b) for b in self._branches("oneOf")]
+        overlapping = any(
+            _may_overlap(a.intersect(b), self.reader) for i, a in enumerate(branches) for b in branches[i + 1 :]
+        )
+        complements = [self._complement(b, "oneOf", report=False) for b in branches] if overlapping else []
+        if overlapping and all(c is not None for c in complements):
+            shape = Shape()
+            for i, branch in enumerate(branches):
+                only = branch
+                for j, c in enumerate(complements):
+                    if j != i:
+                        only = only.intersect(c)
+                shape = shape.union(only)
+            return shape
+        if overlapping:
+            self.issues.unsupported("oneOf", self.at("oneOf"), "its branches may overlap, and exclusivity is not enforced there")
+        union = Shape()
+        for branch in branches:
+            union = union.union(branch)
+        return union
+
+    def _dependencies(self, keyword: str) -> Shape:
+        """Each dependency as "the property is absent, or it is present and the dependency holds"."""
+        shape = Shape.anything()
+        for name, dependency in self.schema[keyword].items():
+            absent = Shape(objects=(ObjectShape(((name, None),)),))
+            if keyword == "dependentRequired":
+                present = Shape(objects=(ObjectShape(((name, TRUE_NODE),), frozenset([name, *dependency])),))
+            else:
+                required = Shape(objects=(ObjectShape(((name, TRUE_NODE),), frozenset([name])),))
+                present = required.intersect(self.reader.shape(self.sub(dependency, keyword, name)))
+            others = Shape.anything()
+            others = Shape(others.null, others.booleans, others.numbers, others.strings, others.arrays, ())
+            shape = shape.intersect(others.union(absent).union(present))
+        return shape
+
+    def _conditional(self) -> Shape:
+        condition = self.reader.shape(self.sub(self.schema["if"], "if"))
+        then = self.reader.shape(self.sub(self.schema.get("then", True), "then"))
+        otherwise = self.reader.shape(self.sub(self.schema.get("else", True), "else"))
+        complement = self._complement(condition, "if")
+        if complement is None:
+            return Shape.anything()
+        return condition.intersect(then).union(complement.intersect(otherwise))
+
+    def _complement(self, shape: Shape, keyword: str, report: bool = True) -> Shape | None:
+        """The values the shape rejects, where that is expressible; else None (reported)."""
+        strings = StringSet.everything()
+        for s in shape.strings:
+            strings = strings.minus(s)
+        arrays = _array_complement(shape.arrays, self.reader)
+        objects = _object_complement(shape.objects, self.reader)
+        if arrays is None or objects is None:
+            if report:
+                self.issues.unsupported(keyword, self.at(keyword), "the complement of this array or object constraint is not expressible")
+            return None
+        return Shape(
+            not shape.null,
+            frozenset({True, False}) - shape.booleans,
+            shape.numbers.complement(),
+            () if strings.is_empty() else (strings,),
+            arrays,
+            objects,
+        )
+
+
+def _array_complement(arrays: tuple[ArrayShape, ...], reader: SchemaReader) -> tuple[ArrayShape, ...] | None:
+    if not arrays:
+        return (ArrayShape(),)
+    if any(_any_array(a, reader, 2) for a in arrays):
+        return ()
+    return None
+
+
+def _object_complement(objects: tuple[ObjectShape, ...], reader: SchemaReader) -> tuple[ObjectShape, ...] | None:
+    """Objects outside one object shape whose undeclared names are unconstrained: some declared
+    property present with a value outside its schema, or some required property missing."""
+    if not objects:
+        return (ObjectShape(),)
+    if any(_any_object(o, reader, 2) for o in objects):
+        return ()
+    if len(objects) > 1:
+        return None
+    (o,) = objects
+    if o.names.kind != "all" or not all(not r.patterns and (r.additional is IMPLICIT or _any_node(r.additional, reader, 2)) for r in o.extras):
+        return None
+    out = []
+    for name, node in o.props:
+        if node is None:
+            out.append(ObjectShape(((name, TRUE_NODE),), frozenset([name])))
+        elif not _any_node(node, reader, 2):
+            out.append(ObjectShape(((name, reader.complement_node(node)),), frozenset([name])))
+    out += [ObjectShape(((name, None),)) for name in sorted(o.required)]
+    return tuple(out)
+
+
+def _may_overlap(shape: Shape, reader: SchemaReader) -> bool:
+    """Whether the shape might admit a value (exact for scalars, conservative for structures)."""
+    if shape.null or shape.booleans or not shape.numbers.is_empty() or shape.strings:
+        return True
+    if any(_array_possible(a, reader) for a in shape.arrays):
+        return True
+    return any(_object_possible(o, reader) for o in shape.objects)
+
+
+def _array_possible(a: ArrayShape, reader: SchemaReader) -> bool:
+    if a.max_items is not None and a.min_items > a.max_items:
+        return False
+    for i in range(a.min_items):
+        node = a.node_at(i)
+        if node is None or not reader.shape(node).has_values():
+            return False
+    return True
+
+
+def _object_possible(o: ObjectShape, reader: SchemaReader) -> bool:
+    for name, node in o.props:
+        if name in o.required and (node is None or not reader.shape(node).has_values()):
+            return False
+    return not o.is_unsatisfiable()

@@ -1,0 +1,104 @@
+"""The grammar IR back to Lark text, so that Lark's LALR parser can serve as a reference in tests."""
+
+from __future__ import annotations
+
+import re
+
+from grammask.grammar.ir import Grammar, Terminal
+
+_LARK_RULE = re.compile(r"_?[a-z][_a-z0-9]*")
+_LARK_TERMINAL = re.compile(r"_?[A-Z][_A-Z0-9]*")
+
+
+def lark_rule_name(name: str) -> str:
+    """``name`` as Lark accepts a rule name (unchanged when it already is one)."""
+    return name if _LARK_RULE.fullmatch(name) else "x" + re.sub(r"[^_a-z0-9]", "_", name.lower())
+
+
+def lark_terminal_name(name: str) -> str:
+    """``name`` as Lark accepts a terminal name (unchanged when it already is one); feed tokens by it."""
+    return name if _LARK_TERMINAL.fullmatch(name) else "X" + re.sub(r"[^_A-Z0-9]", "_", name.upper())
+
+
+def to_lark_text(grammar: Grammar) -> str:
+    """Lark EBNF for ``grammar``: terminals with priorities, rules as BNF alternatives, ``%ignore``.
+
+    Load it with ``Lark(text, parser="lalr", start=lark_rule_name(grammar.start))``. Names Lark
+    would not accept (such as the ``__object_star_0`` rules Lark's own loader invents) are
+    renamed by :func:`lark_rule_name` and :func:`lark_terminal_name`.
+    Lark's own basic lexer tries terminals in priority order rather than by maximal munch, so a
+    reference that must lex exactly like grammask feeds Lark the terminals lexed by grammask's
+    lexer instead.
+    """
+    lines = [_terminal_line(t) for t in grammar.terminals]
+    alternatives: dict[str, list[str]] = {}
+    terminals = set(grammar.terminal_names)
+    for rule in grammar.rules:
+        rhs = (lark_terminal_name(s) if s in terminals else lark_rule_name(s) for s in rule.rhs)
+        alternatives.setdefault(lark_rule_name(rule.lhs), []).append(" ".join(rhs))
+    for lhs, alts in alternatives.items():
+        lines.append(f"{lhs}: " + "\n    | ".join(alts))
+    lines.extend(f"%ignore {lark_terminal_name(name)}" for name in sorted(grammar.ignore))
+    return "\n".join(lines) + "\n"
+
+
+def _terminal_line(t: Terminal) -> str:
+    name = lark_terminal_name(t.name)
+    name = name if t.priority == 0 else f"{name}.{t.priority}"
+    if t.literal is not None and not t.flags:
+        return f"{name}: {_string_literal(t.literal)}"
+    return f"{name}: /{_regex_body(t.pattern)}/{t.flags}"
+
+
+def _string_literal(text: str) -> str:
+    out = []
+    for ch in text:
+        if ch in '"\\':
+            out.append("\\" + ch)
+        elif ord(ch) < 0x20 or ord(ch) == 0x7F:
+            out.append(f"\\x{ord(ch):02x}")
+        else:
+            out.append(ch)
+    return '"' + "".join(out) + '"'
+
+
+def _regex_body(pattern: str) -> str:
+    """The pattern as the body of a Lark ``/.../`` literal: unescaped slashes and raw control characters escaped."""
+    out = []
+    i = 0
+    while i < len(pattern):
+        ch = pattern[i]
+        if ch == "\\" and i + 1 < len(pattern):
+            nxt = pattern[i + 1]
+            out.append("\\" + (nxt if ord(nxt) >= 0x20 else f"x{ord(nxt):02x}"))
+            i += 2
+            continue
+        if ch == "/":
+            out.append("\\/")
+        elif ord(ch) < 0x20 or ord(ch) == 0x7F:
+            out.append(f"\\x{ord(ch):02x}")
+        else:
+            out.append(ch)
+        i += 1
+    return "".join(out)
+
+
+def lark_parser(grammar: Grammar, *, strict: bool = False):
+    """A Lark LALR parser for ``grammar`` that is fed terminals (``parse_interactive``), not text.
+
+    Feed ``Token(lark_terminal_name(name), ...)`` for each terminal the lexer emits.
+    It builds no lexer, so terminal regexes Lark's lexer cannot digest quickly (large Unicode
+    classes) cost nothing. ``strict=True`` makes Lark reject shift/reduce conflicts as well as
+    reduce/reduce ones (it raises ``lark.exceptions.GrammarError``).
+    """
+    from lark import Lark
+    from lark.lexer import Lexer
+
+    class _FedTerminals(Lexer):
+        def __init__(self, conf):
+            pass
+
+        def lex(self, data):
+            return iter(())
+
+    return Lark(to_lark_text(grammar), parser="lalr", lexer=_FedTerminals, strict=strict, start=lark_rule_name(grammar.start))
