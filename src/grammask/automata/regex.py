@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import re
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cache, lru_cache
 
@@ -218,7 +219,7 @@ def _char_mode(flags: int) -> _CharMode:
 def _char_set(op, av, mode: _CharMode) -> CodeRanges:
     """The scalar values a LITERAL / NOT_LITERAL / IN test of ``re`` admits under ``mode``."""
     ignore_case, ascii_only = mode
-    exact = _exact_set(op, av, ascii_only)
+    exact = exact_set(op, av, lambda category: _category(category, ascii_only))
     if not ignore_case:
         return exact
     # Case-insensitive tests in re depend on a character only through its simple lower/upper
@@ -230,7 +231,9 @@ def _char_set(op, av, mode: _CharMode) -> CodeRanges:
     return union(difference(exact, cased), admitted)
 
 
-def _exact_set(op, av, ascii_only: bool) -> CodeRanges:
+def exact_set(op, av, category: Callable[[object], CodeRanges]) -> CodeRanges:
+    """The scalar values a LITERAL / NOT_LITERAL / IN item admits, case-sensitively; ``category``
+    gives the values of a class escape such as ``\\d`` (dialects differ there)."""
     if op is sre.LITERAL:
         return scalars_only(((av, av),))
     if op is sre.NOT_LITERAL:
@@ -245,7 +248,7 @@ def _exact_set(op, av, ascii_only: bool) -> CodeRanges:
         elif item_op is sre.RANGE:
             parts.append((item_av,))
         else:  # CATEGORY, the only other item the parser puts in a class
-            parts.append(_category(item_av, ascii_only))
+            parts.append(category(item_av))
     members = scalars_only(union(*parts))
     return complement(members) if negate else members
 

@@ -163,24 +163,12 @@ def _describe(op, av) -> str:
 
 
 def _ecma_char_set(op, av) -> CodeRanges:
-    if op is sre.LITERAL:
-        return scalars_only(((av, av),))
-    if op is sre.NOT_LITERAL:
-        return complement(((av, av),))
-    negate = False
-    parts: list[CodeRanges] = []
-    for item_op, item_av in av:
-        if item_op is sre.NEGATE:
-            negate = True
-        elif item_op is sre.LITERAL:
-            parts.append(((item_av, item_av),))
-        elif item_op is sre.RANGE:
-            parts.append((item_av,))
-        else:
-            members, negated = _ECMA_CATEGORIES[item_av]
-            parts.append(complement(members) if negated else members)
-    members = scalars_only(union(*parts))
-    return complement(members) if negate else members
+    return engine_regex.exact_set(op, av, _ecma_category)
+
+
+def _ecma_category(category) -> CodeRanges:
+    members, negated = _ECMA_CATEGORIES[category]
+    return complement(members) if negated else members
 
 
 # --- AST algebra -----------------------------------------------------------------------------
