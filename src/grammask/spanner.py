@@ -160,13 +160,29 @@ def _rehash(parent, last, count, n_terms, size):
 
 
 class TrieWalk:
-    """Per-node scratch arrays reused by every walk over one trie."""
+    """Scratch arrays reused by the walks of one compile (one lexer, one sequence table), and a
+    cache of whole first-byte subtrees.
+
+    The walk below a root child depends only on the lexer state and emitted sequence reached
+    after that first byte; many lexer states reach the same ones (a key literal and a generic
+    string both go on as the generic string after most bytes), so the second walk that reaches
+    a (child, state, sequence) triple records its tokens, and later walks copy them.
+    """
+
+    _SLOTS = 1 << 16
 
     def __init__(self, trie: VocabTrie):
         self.state = np.empty(trie.n_nodes, dtype=np.int32)
         self.seq = np.empty(trie.n_nodes, dtype=np.int64)
         n = len(trie.token_ids)
         self.out = (np.empty(n, dtype=np.int32), np.empty(n, dtype=np.int32), np.empty(n, dtype=np.int32))
+        self.cache_keys = np.full(self._SLOTS, -1, dtype=np.int64)
+        self.cache_span = np.full((self._SLOTS, 2), -1, dtype=np.int64)  # start and length in the arena, once stored
+        self.arena = (np.empty(4 * n, dtype=np.int32), np.empty(4 * n, dtype=np.int32), np.empty(4 * n, dtype=np.int32))
+        self.used = np.zeros(2, dtype=np.int64)  # arena entries, cache slots
+
+    def cache(self) -> tuple:
+        return (self.cache_keys, self.cache_span, *self.arena, self.used)
 
 
 def walk_tokens(
@@ -199,23 +215,46 @@ def walk_alive(
         entries, seq, end, full = _walk(
             trie.node_byte, trie.node_parent, trie.node_end, trie.node_tok_ptr, trans, accept, parser_term,
             np.int32(start), seqs.slots, seqs.parent, seqs.last, seqs.count, np.int64(seqs.n_terms),
-            work.state, work.seq, *work.out,
+            work.state, work.seq, *work.out, *work.cache(),
         )
         if not full:
             return entries, seq, end
 
 
+@nb.njit(cache=True, inline="always")
+def _store(slot, lo, hi, entries, seq_out, end_out, cache_span, arena_entries, arena_seq, arena_end, used):
+    length = hi - lo
+    a = used[0]
+    if a + length <= len(arena_entries):
+        arena_entries[a : a + length] = entries[lo:hi]
+        arena_seq[a : a + length] = seq_out[lo:hi]
+        arena_end[a : a + length] = end_out[lo:hi]
+        cache_span[slot, 0] = a
+        cache_span[slot, 1] = length
+        used[0] = a + length
+
+
 @nb.njit(cache=True)
 def _walk(node_byte, node_parent, node_end, node_tok_ptr, trans, accept, parser_term, start, slots, parent, last,
-          count, n_terms, node_state, node_seq, entries, seq_out, end_out):
+          count, n_terms, node_state, node_seq, entries, seq_out, end_out, cache_keys, cache_span,
+          arena_entries, arena_seq, arena_end, used):
     capacity = min(len(parent), len(slots) // 2)
     mask = len(slots) - 1
+    cache_mask = len(cache_keys) - 1
+    n_states = trans.shape[0]
+    n_nodes = len(node_byte)
     n_out = 0
     node_state[0] = start
     node_seq[0] = 0
+    recording = -1  # cache slot of the first-byte subtree being recorded
+    record_from = 0
+    record_end = 0
     n = 1
-    n_nodes = len(node_byte)
     while n < n_nodes:
+        if recording >= 0 and n >= record_end:
+            _store(recording, record_from, n_out, entries, seq_out, end_out, cache_span, arena_entries, arena_seq,
+                   arena_end, used)
+            recording = -1
         up = node_parent[n]
         state = node_state[up]
         seq = node_seq[up]
@@ -247,6 +286,26 @@ def _walk(node_byte, node_parent, node_end, node_tok_ptr, trans, accept, parser_
                     last[found] = pt
                     count[0] = found + 1
                 seq = found
+        if up == 0:  # a first-byte subtree: copy it if stored, record it on its second visit
+            key = (seq * n_states + nxt) * n_nodes + n
+            h = (key * 0x9E3779B97F4A7C15) & cache_mask
+            while cache_keys[h] >= 0 and cache_keys[h] != key:
+                h = (h + 1) & cache_mask
+            if cache_keys[h] == key:
+                if cache_span[h, 0] >= 0:
+                    a, length = cache_span[h, 0], cache_span[h, 1]
+                    entries[n_out : n_out + length] = arena_entries[a : a + length]
+                    seq_out[n_out : n_out + length] = arena_seq[a : a + length]
+                    end_out[n_out : n_out + length] = arena_end[a : a + length]
+                    n_out += length
+                    n = node_end[n]
+                    continue
+                recording = h
+                record_from = n_out
+                record_end = node_end[n]
+            elif 2 * used[1] < len(cache_keys):
+                cache_keys[h] = key
+                used[1] += 1
         node_state[n] = nxt
         node_seq[n] = seq
         for e in range(node_tok_ptr[n], node_tok_ptr[n + 1]):
@@ -255,4 +314,7 @@ def _walk(node_byte, node_parent, node_end, node_tok_ptr, trans, accept, parser_
             end_out[n_out] = nxt
             n_out += 1
         n += 1
+    if recording >= 0:
+        _store(recording, record_from, n_out, entries, seq_out, end_out, cache_span, arena_entries, arena_seq,
+               arena_end, used)
     return entries[:n_out].copy(), seq_out[:n_out].copy(), end_out[:n_out].copy(), False
