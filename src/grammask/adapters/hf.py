@@ -1,0 +1,415 @@
+"""Hugging Face transformers: any causal LM as a grammask :class:`~grammask.decoding.TextModel`, and a
+``LogitsProcessor`` that constrains ``model.generate``.
+
+:class:`HFModel` keeps the KV cache as a tree: the prompt's cache is held once, and every later state
+holds its own token's keys and values, so states extended from a common prefix share that prefix's
+cache. The full caches of the most recently used states are also kept, so a state that is extended
+right after it was made (greedy decoding, the beams of a beam search) costs no rebuilding.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import shutil
+import sys
+import tempfile
+from collections import OrderedDict
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from time import perf_counter
+from typing import Any
+
+import numpy as np
+import torch
+import transformers
+from transformers import AutoModelForCausalLM, AutoTokenizer, DynamicCache
+
+from grammask.bitmask import allocate_bitmask
+from grammask.compiled import CompiledGrammar
+from grammask.errors import (
+    DecodingError,
+    MatcherStateError,
+    ModelError,
+    TokenRejectedError,
+)
+from grammask.fetch import cache_dir
+from grammask.matcher import Matcher
+from grammask.vocab import WELL_KNOWN_EOS_TOKENS, Vocabulary
+
+_KV = tuple[tuple[torch.Tensor, torch.Tensor], ...]
+"""Keys and values per layer, each ``(batch, kv_heads, positions, head_dim)``."""
+
+_SOURCE_FILE = "grammask-source.txt"
+
+
+class HFState:
+    """A sequence read by an :class:`HFModel`: next-token logits and this sequence's own part of the KV cache."""
+
+    __slots__ = ("length", "logits", "own", "parent")
+
+    def __init__(self, parent: HFState | None, length: int, logits: np.ndarray, own: _KV):
+        self.parent = parent
+        self.length = length
+        self.logits = logits
+        self.own = own
+
+
+class HFModel:
+    """A ``transformers`` causal LM and its tokenizer as a grammask :class:`~grammask.decoding.TextModel`.
+
+    ``eos_ids`` default: the generation config's and tokenizer's EOS ids plus the special tokens among
+    :data:`grammask.vocab.WELL_KNOWN_EOS_TOKENS` (for SmolLM2: ``<|im_end|>`` and ``<|endoftext|>``).
+    ``recent`` full caches are kept for fast extension (raise it for wide beams).
+    """
+
+    def __init__(self, model: Any, tokenizer: Any, *, eos_ids: Iterable[int] | None = None, recent: int = 16):
+        self.model = model.eval()
+        self.tokenizer = tokenizer
+        self._n_logits = int(model.get_output_embeddings().weight.shape[0])
+        self._eos_ids = frozenset(eos_ids) if eos_ids is not None else self._default_eos_ids()
+        self._recent: OrderedDict[HFState, _KV] = OrderedDict()
+        self._recent_size = recent
+        self._vocab: Vocabulary | None = None
+
+    @classmethod
+    def from_pretrained(cls, path: str | Path, **kwargs: Any) -> HFModel:
+        """Loads a local model directory or GGUF file (see :func:`load_hf_model`)."""
+        return load_hf_model(path, **kwargs)
+
+    def _default_eos_ids(self) -> frozenset[int]:
+        ids: set[int] = set()
+        for value in (getattr(self.model.generation_config, "eos_token_id", None), self.tokenizer.eos_token_id):
+            if value is not None:
+                ids.update([value] if isinstance(value, int) else value)
+        for token_id, added in self.tokenizer.added_tokens_decoder.items():
+            if added.special and added.content in WELL_KNOWN_EOS_TOKENS:
+                ids.add(token_id)
+        if not ids:
+            raise ModelError("the model names no end-of-sequence token; pass eos_ids=[...] to HFModel")
+        return frozenset(ids)
+
+    # ---- TextModel ----------------------------------------------------------------------------
+
+    @property
+    def n_logits(self) -> int:
+        return self._n_logits
+
+    @property
+    def eos_ids(self) -> frozenset[int]:
+        return self._eos_ids
+
+    @property
+    def vocab(self) -> Vocabulary:
+        if self._vocab is None:
+            self._vocab = Vocabulary.from_hf(self.tokenizer, eos_ids=sorted(self._eos_ids), n_logits=self._n_logits)
+        return self._vocab
+
+    @property
+    def context_window(self) -> int | None:
+        config = self.model.config.get_text_config()
+        for name in ("max_position_embeddings", "n_positions", "max_sequence_length"):
+            value = getattr(config, name, None)
+            if isinstance(value, int) and value > 0:
+                return value
+        return None
+
+    def encode_prompt(self, prompt: str, *, chat: bool | None = None) -> list[int]:
+        """Token ids of a user prompt, wrapped in the chat template when ``chat`` (None: if the model has one)."""
+        has_template = bool(getattr(self.tokenizer, "chat_template", None))
+        if chat is None:
+            chat = has_template
+        if chat and not has_template:
+            raise DecodingError(f"{self.name} has no chat template; generate without one")
+        if chat:
+            text = self.tokenizer.apply_chat_template(
+                [{"role": "user", "content": prompt}], add_generation_prompt=True, tokenize=False
+            )
+            ids = self.tokenizer(text, add_special_tokens=False)["input_ids"]
+        else:
+            ids = self.tokenizer(prompt)["input_ids"]
+        if not ids:
+            raise DecodingError("the prompt is empty and the tokenizer adds no start token; give some text")
+        return list(ids)
+
+    def decode(self, token_ids: Sequence[int]) -> str:
+        return self.tokenizer.decode(list(token_ids), skip_special_tokens=True)
+
+    @property
+    def name(self) -> str:
+        return str(getattr(self.model, "name_or_path", "") or type(self.model).__name__)
+
+    # ---- LanguageModel ------------------------------------------------------------------------
+
+    def start(self, prompt_ids: Sequence[int]) -> HFState:
+        ids = torch.tensor([list(prompt_ids)], dtype=torch.long, device=self.model.device)
+        with torch.inference_mode():
+            out = self.model(input_ids=ids, use_cache=True, logits_to_keep=1)
+        kv = _layers(out.past_key_values)
+        state = HFState(None, len(prompt_ids), _last_logits(out.logits)[0], kv)
+        self._remember(state, kv)
+        return state
+
+    def extend(self, states: Sequence[HFState], token_ids: Sequence[int]) -> list[HFState]:
+        """One forward pass for all states; shorter sequences are left-padded and the padding masked out."""
+        fulls = [self._full_kv(s) for s in states]
+        longest = max(s.length for s in states)
+        pads = [longest - s.length for s in states]
+        if len(fulls) == 1:
+            layers = fulls[0]
+        else:
+            layers = tuple(
+                (_stack([f[i][0] for f in fulls], pads), _stack([f[i][1] for f in fulls], pads))
+                for i in range(len(fulls[0]))
+            )
+        device = self.model.device
+        ids = torch.tensor([[t] for t in token_ids], dtype=torch.long, device=device)
+        padded = {}
+        if any(pads):
+            padded["attention_mask"] = (
+                torch.arange(longest + 1, device=device) >= torch.tensor(pads, device=device)[:, None]
+            ).long()
+            padded["position_ids"] = torch.tensor([[s.length] for s in states], dtype=torch.long, device=device)
+        with torch.inference_mode():
+            result = self.model(input_ids=ids, past_key_values=_cache_of(layers), use_cache=True, **padded)
+        kv = _layers(result.past_key_values)
+        logits = _last_logits(result.logits)
+        children = []
+        for row, (parent, pad) in enumerate(zip(states, pads)):
+            full = tuple((k[row : row + 1, :, pad:], v[row : row + 1, :, pad:]) for k, v in kv)
+            own = tuple((k[:, :, -1:].clone(), v[:, :, -1:].clone()) for k, v in full)
+            child = HFState(parent, parent.length + 1, logits[row], own)
+            self._remember(child, full)
+            children.append(child)
+        return children
+
+    def _full_kv(self, state: HFState) -> _KV:
+        """The whole KV cache of a state: a recent one, or rebuilt from its ancestors' own parts."""
+        full = self._recent.get(state)
+        if full is not None:
+            self._recent.move_to_end(state)
+            return full
+        chain = []
+        node: HFState | None = state
+        base = None
+        while node is not None:
+            base = self._recent.get(node)
+            if base is not None:
+                break
+            chain.append(node.own)
+            node = node.parent
+        parts = ([base] if base is not None else []) + chain[::-1]
+        full = tuple(
+            (torch.cat([p[i][0] for p in parts], dim=2), torch.cat([p[i][1] for p in parts], dim=2))
+            for i in range(len(parts[0]))
+        )
+        self._remember(state, full)
+        return full
+
+    def _remember(self, state: HFState, full: _KV) -> None:
+        self._recent[state] = full
+        self._recent.move_to_end(state)
+        while len(self._recent) > self._recent_size:
+            self._recent.popitem(last=False)
+
+
+def _stack(tensors: list[torch.Tensor], pads: list[int]) -> torch.Tensor:
+    """Concatenate ``(1, heads, positions, dim)`` tensors along the batch, left-padding positions with zeros."""
+    if not any(pads):
+        return torch.cat(tensors)
+    return torch.cat([torch.nn.functional.pad(t, (0, 0, pad, 0)) for t, pad in zip(tensors, pads)])
+
+
+def _cache_of(layers: _KV) -> DynamicCache:
+    """A cache holding ``layers`` without copying them (the forward pass appends by concatenation)."""
+    cache = DynamicCache(ddp_cache_data=[(None, None)] * len(layers))
+    for layer, (keys, values) in zip(cache.layers, layers):
+        layer.lazy_initialization(keys, values)
+        layer.keys, layer.values = keys, values
+    return cache
+
+
+def _layers(cache: Any) -> _KV:
+    return tuple((layer.keys, layer.values) for layer in cache.layers)
+
+
+def _last_logits(logits: torch.Tensor) -> np.ndarray:
+    return np.ascontiguousarray(logits[:, -1, :].float().cpu().numpy())
+
+
+# ---- loading ----------------------------------------------------------------------------------
+
+
+def load_hf_model(path: str | Path, *, dtype: torch.dtype = torch.float32, **kwargs: Any) -> HFModel:
+    """An :class:`HFModel` from a local Hugging Face model directory or a GGUF file.
+
+    A GGUF file is converted once to safetensors in the grammask cache (transformers needs ``gguf``
+    and ``accelerate`` for that), so later loads are fast. Never downloads from a model hub.
+    ``kwargs`` go to :class:`HFModel`.
+    """
+    source = Path(path).expanduser()
+    if source.is_file() and source.suffix.lower() == ".gguf":
+        source = converted_gguf(source)
+    elif not source.exists():
+        raise ModelError(f"no model at {path}: expected a Hugging Face model directory or a .gguf file")
+    elif not (source.is_dir() and (source / "config.json").is_file()):
+        raise ModelError(f"{path} is not a Hugging Face model directory (no config.json) nor a .gguf file")
+    bars = transformers.utils.logging.is_progress_bar_enabled()
+    transformers.utils.logging.disable_progress_bar()  # loading takes about a second: no bar
+    try:
+        tokenizer = AutoTokenizer.from_pretrained(source, local_files_only=True)
+        model = AutoModelForCausalLM.from_pretrained(source, local_files_only=True, dtype=dtype)
+    except (OSError, ValueError, KeyError) as e:
+        raise ModelError(f"cannot load the model in {source}: {e}") from None
+    finally:
+        if bars:
+            transformers.utils.logging.enable_progress_bar()
+    return HFModel(model, tokenizer, **kwargs)
+
+
+def converted_gguf(gguf: Path, *, target: Path | None = None) -> Path:
+    """The directory holding ``gguf`` converted to tokenizer.json + safetensors + config (converted on first use).
+
+    ``target`` defaults to a cache directory named after the file and its size and modification time.
+    """
+    gguf = gguf.resolve()
+    if target is None:
+        st = gguf.stat()
+        digest = hashlib.sha256(f"{gguf}:{st.st_size}:{st.st_mtime_ns}".encode()).hexdigest()[:16]
+        target = cache_dir("models") / f"{gguf.stem}-{digest}"
+    if target.is_dir():
+        return target
+    convert_gguf(gguf, target)
+    return target
+
+
+def convert_gguf(gguf: Path, target: Path) -> None:
+    """Dequantize a GGUF model into a fast-loading Hugging Face directory at ``target``.
+
+    The directory appears whole or not at all (written beside it, then renamed), so its existence means done.
+    """
+    for module in ("gguf", "accelerate"):
+        try:
+            __import__(module)
+        except ImportError:
+            raise ModelError(f"reading GGUF files needs the {module!r} package: pip install 'grammask[hf]'") from None
+    print(f"grammask: converting {gguf.name} to safetensors (once; later loads are fast)", file=sys.stderr, flush=True)
+    start = perf_counter()
+    try:
+        tokenizer = AutoTokenizer.from_pretrained(gguf.parent, gguf_file=gguf.name)
+        model = AutoModelForCausalLM.from_pretrained(gguf.parent, gguf_file=gguf.name, dtype=torch.float32)
+    except (OSError, ValueError, KeyError, RuntimeError) as e:
+        raise ModelError(f"cannot read the GGUF model {gguf}: {e}") from None
+    # transformers refuses to save a model it considers GGUF-quantized; the weights are already dequantized.
+    if hasattr(model.config, "quantization_config"):
+        del model.config.quantization_config
+    model.hf_quantizer = None
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=target.name + ".", dir=target.parent))
+    try:
+        model.save_pretrained(tmp)
+        tokenizer.save_pretrained(tmp)
+        (tmp / _SOURCE_FILE).write_text(f"{gguf}\n")
+        try:
+            tmp.rename(target)
+        except OSError:
+            if not target.is_dir():  # else another process finished the same conversion first
+                raise
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    print(f"grammask: converted in {perf_counter() - start:.0f} s into {target}", file=sys.stderr, flush=True)
+
+
+# ---- model.generate ---------------------------------------------------------------------------
+
+
+def apply_token_bitmask(scores: torch.Tensor, bitmask: np.ndarray) -> None:
+    """Set ``scores[r, t]`` to -inf in place wherever bit ``t`` of row ``r`` of the int32 bitmask is clear
+    (vectorised; columns past the bitmask are disallowed too)."""
+    rows, width = scores.shape
+    bits = torch.from_numpy(np.ascontiguousarray(bitmask)).to(scores.device)
+    shifts = torch.arange(32, dtype=torch.int32, device=scores.device)
+    allowed = ((bits.unsqueeze(-1) >> shifts) & 1).bool().reshape(rows, -1)
+    if allowed.shape[1] >= width:
+        allowed = allowed[:, :width]
+    else:
+        allowed = torch.nn.functional.pad(allowed, (0, width - allowed.shape[1]))
+    scores.masked_fill_(~allowed, float("-inf"))
+
+
+class GrammarLogitsProcessor(transformers.LogitsProcessor):
+    """Constrains ``model.generate`` to a compiled grammar: one matcher per row of the batch.
+
+    With ``num_beams > 1`` rows are reordered between steps; each row's matcher is found from the
+    tokens the row holds after the prompt (its prefix names the sequence it continues). Rows whose
+    sequence has ended (EOS accepted) are left unmasked, since ``generate`` pads them. Use one
+    processor per ``generate`` call. ``mask_seconds`` totals the time spent here.
+
+    Pass the ``max_new_tokens`` given to ``generate`` to make the masks keep a complete output within
+    it (EOS included, see :mod:`grammask.budget`): the output then ends with EOS, never cut off.
+    """
+
+    def __init__(self, compiled: CompiledGrammar, batch_size: int, num_beams: int = 1,
+                 max_new_tokens: int | None = None):
+        if batch_size < 1 or num_beams < 1:
+            raise DecodingError(f"batch_size and num_beams must be at least 1, got {batch_size} and {num_beams}")
+        self.compiled = compiled
+        self.max_new_tokens = max_new_tokens
+        self.rows = batch_size * num_beams
+        self.bitmask = allocate_bitmask(self.rows, compiled.vocab.n_logits)
+        self.mask_seconds = 0.0
+        self._prompt_len: int | None = None
+        self._seen = -1
+        self._matchers: dict[bytes, Matcher | None] = {}
+
+    def __call__(self, input_ids: torch.LongTensor, scores: torch.FloatTensor) -> torch.FloatTensor:
+        start = perf_counter()
+        rows, length = input_ids.shape
+        if rows != self.rows:
+            raise DecodingError(
+                f"GrammarLogitsProcessor was made for {self.rows} rows (batch_size x num_beams), got {rows}"
+            )
+        if self._prompt_len is None:
+            self._prompt_len = length
+        elif length != self._seen + 1:
+            raise MatcherStateError(
+                "this GrammarLogitsProcessor already served another generate() call; make a new one"
+            )
+        self._seen = length
+        generated = input_ids[:, self._prompt_len :].cpu().numpy()
+        matchers: dict[bytes, Matcher | None] = {}
+        for r in range(rows):
+            key = generated[r].tobytes()
+            if key not in matchers:
+                matchers[key] = self._continue(generated[r])
+            m = matchers[key]
+            if m is None:
+                self.bitmask[r] = 0
+            elif m.is_terminated():
+                self.bitmask[r] = -1
+            else:
+                m.fill_mask(self.bitmask[r])
+        self._matchers = matchers
+        apply_token_bitmask(scores, self.bitmask)
+        self.mask_seconds += perf_counter() - start
+        return scores
+
+    def _continue(self, history: np.ndarray) -> Matcher | None:
+        """The matcher after ``history``: the previous step's matcher of its prefix, advanced by its last token.
+        None for a row that took a token its mask did not allow (only a dead beam can)."""
+        if len(history) == 0:
+            return self.compiled.matcher(max_tokens=self.max_new_tokens)
+        prefix = history[:-1].tobytes()
+        if prefix not in self._matchers:
+            raise MatcherStateError(
+                "a row continues a sequence this processor has not seen; use one per generate() call"
+            )
+        parent = self._matchers[prefix]
+        if parent is None:
+            return None
+        m = parent.fork()
+        if not m.is_terminated():
+            try:
+                m.advance(int(history[-1]))
+            except TokenRejectedError:
+                return None
+        return m

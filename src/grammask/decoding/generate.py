@@ -1,0 +1,140 @@
+"""``grammask.generate``: text in, constrained text out, on the default model or any :class:`TextModel`."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from os import PathLike
+from typing import TYPE_CHECKING
+
+from grammask.compiled import CompiledGrammar, compile
+from grammask.decoding.beam import BeamSearch
+from grammask.decoding.greedy import Greedy
+from grammask.decoding.mcts import MCTS
+from grammask.decoding.model import TextModel
+from grammask.decoding.sample import Sample
+from grammask.decoding.stats import GenerationStats
+from grammask.decoding.strategy import Strategy
+from grammask.errors import DecodingError, GrammarError, ModelError
+from grammask.grammar.ir import Grammar
+
+if TYPE_CHECKING:
+    from grammask.matcher import Matcher
+
+STRATEGIES: dict[str, type[Strategy]] = {"greedy": Greedy, "sample": Sample, "beam": BeamSearch, "mcts": MCTS}
+"""Strategy classes by the names ``generate`` and the command line accept."""
+
+ModelLike = TextModel | str | PathLike | None
+
+
+@dataclass(frozen=True)
+class Generation:
+    """A generated output: its text, its token ids (EOS not included) and what it cost."""
+
+    text: str
+    tokens: list[int]
+    stats: GenerationStats
+
+
+def strategy_from_name(name: str, **params: object) -> Strategy:
+    """A strategy by name (greedy, sample, beam, mcts) with its parameters."""
+    cls = STRATEGIES.get(name)
+    if cls is None:
+        raise DecodingError(f"unknown decoding strategy {name!r}; choose one of: {', '.join(STRATEGIES)}")
+    try:
+        return cls(**params)
+    except TypeError as e:
+        raise DecodingError(f"bad parameter for the {name} strategy: {e}") from None
+
+
+def load_model(model: ModelLike) -> TextModel:
+    """``None``: the default model (fetched on first use); a path: a local Hugging Face model directory or a
+    GGUF file; a :class:`TextModel`: itself."""
+    if isinstance(model, TextModel):
+        return model
+    if model is None or isinstance(model, (str, PathLike)):
+        try:
+            from grammask.adapters.hf import load_hf_model
+        except ImportError as e:
+            raise ModelError(
+                f"running a model needs the 'hf' extra ({e.name} is missing): pip install 'grammask[hf]'"
+            ) from None
+        if model is None:
+            from grammask.default_model import default_model_dir
+
+            model = default_model_dir()
+        return load_hf_model(model)
+    raise ModelError(
+        f"cannot use a {type(model).__name__} as a model: pass a path, a grammask.adapters.hf.HFModel "
+        "(or another TextModel), or None for the default model"
+    )
+
+
+def compile_for(grammar: Grammar | CompiledGrammar | None, model: TextModel) -> CompiledGrammar | None:
+    """The grammar compiled for ``model``'s vocabulary (compiling it if needed)."""
+    if grammar is None:
+        return None
+    if isinstance(grammar, CompiledGrammar):
+        if grammar.vocab.fingerprint() != model.vocab.fingerprint():
+            raise GrammarError(
+                f"grammar {grammar.grammar.name!r} was compiled for vocabulary {grammar.vocab.name!r}, "
+                f"not for this model's {model.vocab.name!r}; compile it with model.vocab"
+            )
+        return grammar
+    if isinstance(grammar, Grammar):
+        return compile(grammar, model.vocab)
+    raise GrammarError(f"cannot use a {type(grammar).__name__} as a grammar: pass a Grammar, a CompiledGrammar or None")
+
+
+def new_matcher(compiled: CompiledGrammar, max_tokens: int) -> Matcher:
+    """The matcher for one output of at most ``max_tokens`` tokens.
+
+    Its masks keep a complete output within the budget (EOS included, see :mod:`grammask.budget`), so a
+    constrained output ends with EOS, never cut at ``max_tokens``; a budget below the grammar's shortest
+    output raises :class:`~grammask.errors.BudgetError`.
+    """
+    return compiled.matcher(max_tokens=max_tokens)
+
+
+def check_fits(model: TextModel, prompt_tokens: int, max_tokens: int) -> None:
+    """Raise :class:`DecodingError` when the prompt and the output cannot fit the model's context window."""
+    if max_tokens < 1:
+        raise DecodingError(f"max_tokens must be at least 1, got {max_tokens}")
+    window = model.context_window
+    if window is None:
+        return
+    if prompt_tokens >= window:
+        raise DecodingError(
+            f"the prompt takes {prompt_tokens} tokens, more than the model's context window of {window} tokens"
+        )
+    if prompt_tokens + max_tokens > window:
+        raise DecodingError(
+            f"the prompt ({prompt_tokens} tokens) plus max_tokens={max_tokens} exceed the model's context window "
+            f"of {window} tokens; lower max_tokens to at most {window - prompt_tokens}"
+        )
+
+
+def generate(
+    model: ModelLike,
+    prompt: str,
+    grammar: Grammar | CompiledGrammar | None = None,
+    *,
+    max_tokens: int = 256,
+    strategy: str | Strategy = "greedy",
+    seed: int | None = None,
+    chat: bool | None = None,
+) -> Generation:
+    """Generate a reply to ``prompt`` that follows ``grammar`` (unconstrained when None).
+
+    ``model``: see :func:`load_model`. ``strategy``: a name from :data:`STRATEGIES` (default parameters)
+    or a configured strategy such as ``Sample(temperature=0.7)``. ``chat``: apply the model's chat template
+    (None: when it has one).
+    """
+    text_model = load_model(model)
+    if isinstance(strategy, str):
+        strategy = strategy_from_name(strategy)
+    compiled = compile_for(grammar, text_model)
+    prompt_ids = text_model.encode_prompt(prompt, chat=chat)
+    check_fits(text_model, len(prompt_ids), max_tokens)
+    matcher = new_matcher(compiled, max_tokens) if compiled is not None else None
+    decoded = strategy.decode(text_model, prompt_ids, matcher, max_tokens=max_tokens, seed=seed)
+    return Generation(text_model.decode(decoded.tokens), decoded.tokens, decoded.stats)

@@ -1,0 +1,104 @@
+"""The shared plumbing of every strategy: timed model calls, and per-sequence guides that mask logits."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from time import perf_counter
+
+import numpy as np
+
+from grammask.bitmask import bitmask_words
+from grammask.decoding.model import LanguageModel, ModelState, TokenMatcher
+from grammask.decoding.stats import GenerationStats
+from grammask.errors import MatcherStateError, TokenRejectedError
+
+
+class Run:
+    """One decoding run: the model, its statistics, and the mask buffer its guides share."""
+
+    def __init__(self, model: LanguageModel, stats: GenerationStats):
+        self.model = model
+        self.stats = stats
+        self.eos_ids = model.eos_ids
+        self.n_logits = model.n_logits
+        self.row = np.zeros(bitmask_words(model.n_logits), dtype=np.int32)
+
+    def start(self, prompt_ids: Sequence[int]) -> ModelState:
+        t0 = perf_counter()
+        state = self.model.start(prompt_ids)
+        self.stats.prefill_seconds += perf_counter() - t0
+        self.stats.prompt_tokens = len(prompt_ids)
+        return state
+
+    def extend(self, states: Sequence[ModelState], token_ids: Sequence[int]) -> list[ModelState]:
+        t0 = perf_counter()
+        out = self.model.extend(states, token_ids)
+        self.stats.model_seconds += perf_counter() - t0
+        self.stats.forward_passes += len(states)
+        return out
+
+    def guide(self, matcher: TokenMatcher | None) -> Guide:
+        return Guide(self, matcher)
+
+
+class Guide:
+    """One sequence's grammar side: its matcher (None: unconstrained) and the timing of its mask work."""
+
+    __slots__ = ("matcher", "run")
+
+    def __init__(self, run: Run, matcher: TokenMatcher | None):
+        self.run = run
+        self.matcher = matcher
+
+    def masked(self, logits: np.ndarray) -> np.ndarray:
+        """``logits`` with disallowed tokens at -inf: a new array, or ``logits`` itself when unconstrained."""
+        if self.matcher is None:
+            return logits
+        t0 = perf_counter()
+        run = self.run
+        self.matcher.fill_mask(run.row)
+        allowed = np.unpackbits(run.row.view(np.uint8), count=run.n_logits, bitorder="little").view(bool)
+        if not allowed.any():
+            raise MatcherStateError("the grammar allows no next token here (a dead end in the grammar's masks)")
+        out = np.where(allowed, logits, np.float32(-np.inf))
+        run.stats.mask_seconds += perf_counter() - t0
+        return out
+
+    def advance(self, token_id: int) -> None:
+        if self.matcher is None:
+            return
+        t0 = perf_counter()
+        self.matcher.advance(token_id)
+        self.run.stats.mask_seconds += perf_counter() - t0
+
+    def try_advance(self, token_id: int) -> bool:
+        """Advance if the grammar allows ``token_id`` here; False (state unchanged) if not."""
+        if self.matcher is None:
+            return True
+        t0 = perf_counter()
+        try:
+            self.matcher.advance(token_id)
+            return True
+        except TokenRejectedError:
+            return False
+        finally:
+            self.run.stats.mask_seconds += perf_counter() - t0
+
+    def allows(self, token_id: int) -> bool:
+        """Whether the grammar allows ``token_id`` here (checked on a fork; this guide is unchanged)."""
+        return self.matcher is None or self.fork().try_advance(token_id)
+
+    def fork(self) -> Guide:
+        if self.matcher is None:
+            return self
+        t0 = perf_counter()
+        other = Guide(self.run, self.matcher.fork())
+        self.run.stats.mask_seconds += perf_counter() - t0
+        return other
+
+    def is_accepting(self) -> bool:
+        """True when the output so far is complete: a whole sentence, or anything when unconstrained."""
+        return self.matcher is None or self.matcher.is_accepting()
+
+    def is_end(self, token_id: int) -> bool:
+        return token_id in self.run.eos_ids
