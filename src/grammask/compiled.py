@@ -30,6 +30,8 @@ from grammask.parser.tables import ParseTables
 from grammask.spanner import VocabTrie
 
 if TYPE_CHECKING:
+    from grammask.budget import BudgetRuntime
+    from grammask.matcher import Matcher
     from grammask.vocab import Vocabulary
 
 log = logging.getLogger("grammask")
@@ -59,12 +61,18 @@ class CompiledGrammar:
         self.parser_term = parser_term
         self.mask_tables = masks
         self.stats = stats
+        self.cache_path: Path | None = None  # set by compile(); the budget tables are cached beside it
 
-    def matcher(self) -> "Matcher":
-        """A fresh matcher at the start of a document."""
+    def matcher(self, max_tokens: int | None = None) -> "Matcher":
+        """A fresh matcher at the start of a document.
+
+        ``max_tokens``: a budget ``N`` on the whole output, EOS included; the masks then keep a complete
+        output within ``N`` tokens reachable (see :mod:`grammask.budget`). Raises
+        :class:`~grammask.errors.BudgetError` when no output of the grammar fits.
+        """
         from grammask.matcher import Matcher
 
-        return Matcher(self)
+        return Matcher(self, max_tokens=max_tokens)
 
     @property
     def nbytes(self) -> int:
@@ -80,6 +88,13 @@ class CompiledGrammar:
     @cached_property
     def runtime(self) -> "Runtime":
         return Runtime(self)
+
+    @cached_property
+    def budget_runtime(self) -> "BudgetRuntime":
+        """The token-budget tables (computed on first use, cached on disk beside the compiled grammar)."""
+        from grammask.budget import BudgetRuntime
+
+        return BudgetRuntime(self)
 
     def __repr__(self) -> str:
         s = self.stats
@@ -154,6 +169,7 @@ def compile(grammar: Grammar, vocab: Vocabulary, *, cache: bool | str | Path = T
         compiled = _build(grammar, vocab)
         if path is not None:
             _save(path, key, compiled)
+    compiled.cache_path = path
     with _lock:
         _memory[key] = compiled
     return compiled

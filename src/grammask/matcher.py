@@ -4,7 +4,9 @@ A matcher's state is a lexer state (the pending, unfinished lexeme) and a persis
 ``fill_mask`` copies the precomputed mask of ``(lexer state, top LR state)`` and adds the
 token classes whose acceptance depends on the stack below, checked against the real stack.
 Each accepted token pushes the previous state on a history list, so ``rollback`` is a pop and
-``fork`` a shallow copy (the stacks themselves are shared, never mutated).
+``fork`` a shallow copy (the stacks themselves are shared, never mutated). A matcher created with
+a token budget also masks every token after which no complete output fits the budget
+(:mod:`grammask.budget`).
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ from __future__ import annotations
 import numpy as np
 
 from grammask.bitmask import bitmask_words
+from grammask.budget import TokenBudget
 from grammask.parser.kernels import add_marked_classes
 from grammask.errors import MatcherStateError, TokenOutOfRangeError, TokenRejectedError
 
@@ -27,11 +30,15 @@ class Matcher:
     prefix + t can still be extended to a sentence's prefix: it lexes, the terminals it completes
     are accepted by the parser, and its pending lexeme can still become a terminal the parser
     accepts next (or an ignored one). EOS is allowed iff the prefix is a whole sentence.
+
+    With ``max_tokens=N`` (a budget on the whole output, EOS included), token ``t`` is allowed
+    only if a complete output within ``N`` tokens still follows it; see :mod:`grammask.budget`.
     """
 
-    __slots__ = ("compiled", "_rt", "_runner", "_lexer", "_lexstate", "_stack", "_history", "_mask", "_mask_key")
+    __slots__ = ("compiled", "_rt", "_runner", "_lexer", "_lexstate", "_stack", "_history", "_mask", "_mask_key",
+                 "_budget", "_costs")
 
-    def __init__(self, compiled):
+    def __init__(self, compiled, max_tokens: int | None = None):
         self.compiled = compiled
         self._rt = compiled.runtime
         self._runner = compiled.runner
@@ -41,6 +48,8 @@ class Matcher:
         self._history: list[tuple[int, tuple]] = []
         self._mask: np.ndarray | None = None
         self._mask_key: tuple | None = None
+        self._budget = None if max_tokens is None else TokenBudget(compiled, max_tokens, self._lexstate, self._stack)
+        self._costs = self._budget  # the cost rows min_tokens_to_finish uses (made on first use when unbudgeted)
 
     # ---- queries -------------------------------------------------------------------------
 
@@ -66,6 +75,45 @@ class Matcher:
         """Tokens accepted so far (EOS included)."""
         return len(self._history)
 
+    @property
+    def max_tokens(self) -> int | None:
+        """The token budget (EOS included), or None."""
+        return None if self._budget is None else self._budget.limit
+
+    @property
+    def remaining_budget(self) -> int | None:
+        """Tokens the budget still allows (EOS included), or None without a budget."""
+        return None if self._budget is None else self._budget.limit - len(self._history)
+
+    def min_tokens_to_finish(self) -> int:
+        """Tokens (EOS included) of the shortest complete continuation grammask can guarantee from here.
+
+        An upper bound of the true minimum, realised by a token sequence the matcher accepts; 0 once
+        EOS is accepted; ``grammask.budget.INF`` if the pending text can no longer become a sentence.
+        """
+        if self._lexstate == _TERMINATED:
+            return 0
+        return self._cost_model().min_tokens(self._lexstate, self._stack)
+
+    def _cost_model(self) -> TokenBudget:
+        if self._costs is None:
+            self._costs = TokenBudget(self.compiled, None, self._lexstate, self._stack)
+        return self._costs
+
+    def next_token_costs(self) -> np.ndarray:
+        """Per token id: :meth:`min_tokens_to_finish` after it, -1 where it is not allowed (budget included).
+
+        EOS gets 0 where it is allowed. Costs every token group of the lexer state against the stack:
+        milliseconds, for search heuristics and tests rather than every decoding step.
+        """
+        n = self.compiled.vocab.n_logits
+        if self._lexstate == _TERMINATED:
+            return np.full(n, -1, dtype=np.int64)
+        out = self._cost_model().next_token_costs(self._lexstate, self._stack, len(self._history), n)
+        if self.is_accepting() and (self._budget is None or len(self._history) < self._budget.limit):
+            out[list(self.compiled.vocab.eos_ids)] = 0
+        return out
+
     # ---- masks ---------------------------------------------------------------------------
 
     def fill_mask(self, row: np.ndarray) -> None:
@@ -80,6 +128,8 @@ class Matcher:
         key = (self._lexstate, self._stack)
         if self._mask_key is not None and self._mask_key[0] == key[0] and self._mask_key[1] is key[1]:
             row[:] = self._mask
+            if self._budget is not None:
+                self._budget.restrict(row, self._lexstate, self._stack, len(self._history))
             return
         stack = self._stack
         pair = rt.pair_index[self._lexstate][stack[0]]
@@ -95,6 +145,8 @@ class Matcher:
             row[rt.eos_words] |= rt.eos_bits
         self._mask = row.copy()
         self._mask_key = key
+        if self._budget is not None:
+            self._budget.restrict(row, self._lexstate, self._stack, len(self._history))
 
     def _add_depends(self, row: np.ndarray, stack, state_classes, marks: np.ndarray) -> None:
         """OR in the marked classes the real stack accepts (compiled check; Python for very deep stacks)."""
@@ -128,6 +180,9 @@ class Matcher:
             raise TokenOutOfRangeError(f"token id {token_id} is out of range [0, {vocab.n_logits})")
         if self._lexstate == _TERMINATED:
             raise MatcherStateError("the matcher has already accepted EOS; roll back or start a new matcher")
+        budget = self._budget
+        if budget is not None and len(self._history) >= budget.limit:
+            raise TokenRejectedError(f"token {token_id} is not allowed: the budget of {budget.limit} tokens is used up")
         if token_id in vocab.eos_ids:
             if not self.is_accepting():
                 raise TokenRejectedError(f"EOS (token {token_id}) is not allowed: the output is not a complete sentence yet")
@@ -138,6 +193,11 @@ class Matcher:
             raise TokenRejectedError(
                 f"token {token_id} ({_show(vocab.tokens[token_id] if token_id < len(vocab.tokens) else None)}) "
                 "is not allowed here"
+            )
+        if budget is not None and not budget.allows(token_id, self._lexstate, self._stack, len(self._history), *new):
+            raise TokenRejectedError(
+                f"token {token_id} ({_show(vocab.tokens[token_id])}) is not allowed: no complete output would fit "
+                f"the budget of {budget.limit} tokens after it"
             )
         self._push(*new)
 

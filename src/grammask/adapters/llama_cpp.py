@@ -129,12 +129,13 @@ class LlamaCppModel:
 class LlamaCppLogitsProcessor:
     """Constrains one ``llama_cpp.Llama`` completion to a compiled grammar (a ``logits_processor`` entry).
 
-    Use one per completion. ``mask_seconds`` totals the time spent here.
+    Use one per completion. ``mask_seconds`` totals the time spent here. Pass the completion's
+    ``max_tokens`` to keep a complete output within it (EOS included, see :mod:`grammask.budget`).
     """
 
-    def __init__(self, compiled: CompiledGrammar):
+    def __init__(self, compiled: CompiledGrammar, max_tokens: int | None = None):
         self.compiled = compiled
-        self.matcher = compiled.matcher()
+        self.matcher = compiled.matcher(max_tokens=max_tokens)
         self.row = allocate_bitmask(1, compiled.vocab.n_logits)[0]
         self.mask_seconds = 0.0
         self._prompt_len: int | None = None

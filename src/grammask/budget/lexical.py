@@ -1,0 +1,207 @@
+"""Lexical completion costs: how many LLM tokens finish the pending lexeme (TruncProof Alg. 1).
+
+A token *stays inside* the lexeme from lexer state ``q`` when the lexer DFA reads all its bytes
+from ``q`` without dying: no lexeme is emitted, and the token leaves the lexer in ``δ*(q, t)``.
+Those moves form a graph over lexer states; its shortest paths count the tokens that take a
+pending lexeme to a state where it is complete as terminal ``X``.
+
+A completion also has to *end* the lexeme: the next token's first byte must not extend it
+(maximal munch). Each terminal gets one standalone witness (a shortest token path from the
+initial state to a state accepting it; its first byte and end state are recorded), and each
+state ``s`` where a lexeme can end gets a *trail*: 0 if no witness of a terminal that may follow
+``s``'s terminal starts with a byte that extends ``s``, else the cost of the cheapest ignored
+terminal (a separator) that ends ``s``'s lexeme and is itself ended by every such witness. A
+terminal's cost is its witness plus its end state's trail; ``lex_cost[q, X]`` is the cheapest
+way to finish the lexeme pending in ``q`` as ``X`` (last column: as an ignored terminal),
+trail included. Every count here is realised by an actual token sequence.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numba as nb
+import numpy as np
+
+from grammask.automata.lexer import LexerAutomaton
+from grammask.budget.costs import INF
+from grammask.spanner import VocabTrie
+
+
+@dataclass(frozen=True)
+class LexicalCosts:
+    """``lex_cost[q, X]`` (``X`` a parser terminal, or the last column: an ignored one) and ``term_cost[X]``."""
+
+    lex_cost: np.ndarray
+    term_cost: np.ndarray
+
+
+def build_lexical_costs(lexer: LexerAutomaton, parser_term: np.ndarray, trie: VocabTrie,
+                        follows: np.ndarray) -> LexicalCosts:
+    """Lexical costs for ``lexer`` over the vocabulary ``trie``; ``follows[x, y]``: parser terminal ``y`` may follow ``x``."""
+    n = lexer.n_states
+    adj, first = _inside_moves(trie.node_byte, trie.node_parent, trie.node_end, trie.node_tok_ptr, lexer.trans, n)
+    succ_ptr, succ = _csr(adj)
+    pred_ptr, pred = _csr(adj.T)
+    n_lex = len(lexer.terminals)
+    accept = lexer.accept
+    ignored = lexer.ignored
+
+    # 1. One witness per lexer terminal: shortest inside path from the initial state.
+    from0 = _bfs(succ_ptr, succ, np.array([0]), n)
+    wit_cost = np.full(n_lex, INF, dtype=np.int64)
+    wit_end = np.full(n_lex, -1, dtype=np.int64)
+    wit_byte = np.full(n_lex, -1, dtype=np.int64)
+    ends_somewhere = np.zeros(256, dtype=np.int64)  # per byte: how many accepting states it extends
+    accepting = np.nonzero(accept >= 0)[0]
+    ends_somewhere[:] = (lexer.trans[accepting] >= 0).sum(axis=0)
+    for x in range(n_lex):
+        states = np.nonzero(accept == x)[0]
+        if not len(states) or from0[states].min() >= INF:
+            continue
+        e = int(states[np.argmin(from0[states])])
+        wit_cost[x], wit_end[x] = from0[e], e
+        to_e = _bfs(pred_ptr, pred, np.array([e]), n)
+        hops = np.nonzero(adj[0] & (to_e == from0[e] - 1))[0]
+        candidates = np.nonzero(first[hops].any(axis=0))[0]
+        wit_byte[x] = candidates[np.argmin(ends_somewhere[candidates])]
+
+    # 2. Trails: what it takes to end a lexeme at state s before the witness that follows it.
+    ign_terms = np.nonzero(ignored)[0]
+    parser_of = {int(t): int(parser_term[t]) for t in range(n_lex)}
+    lex_of_parser = {p: t for t, p in parser_of.items() if p >= 0}
+    follower_bytes = []  # per lexer terminal: first bytes of the witnesses that may follow it
+    for x in range(n_lex):
+        if ignored[x]:
+            ys = [lex_of_parser[p] for p in range(follows.shape[0])]
+        else:
+            ys = [lex_of_parser[int(p)] for p in np.nonzero(follows[parser_of[x]])[0]]
+        follower_bytes.append(np.unique([wit_byte[y] for y in ys if wit_byte[y] >= 0]).astype(np.int64))
+    all_bytes = np.unique([b for b in wit_byte[[lex_of_parser[p] for p in sorted(lex_of_parser)]] if b >= 0])
+    clean = {int(i) for i in ign_terms if wit_end[i] >= 0 and not (lexer.trans[wit_end[i], all_bytes] >= 0).any()}
+    trail = np.full(n, INF, dtype=np.int64)
+    for s in accepting.tolist():
+        fb = follower_bytes[accept[s]]
+        if not (lexer.trans[s, fb] >= 0).any():
+            trail[s] = 0
+            continue
+        for i in clean:
+            b = wit_byte[i]
+            if lexer.trans[s, b] < 0 and lexer.trans[0, b] >= 0 and not (lexer.trans[wit_end[i], fb] >= 0).any():
+                trail[s] = min(trail[s], wit_cost[i])
+
+    # 3. Finishing the pending lexeme: shortest inside paths to an accepting state, plus its trail.
+    n_parser = int(parser_term.max(initial=-1)) + 1
+    seed = np.full((n, n_parser + 1), INF, dtype=np.int64)
+    for s in accepting.tolist():
+        col = n_parser if ignored[accept[s]] else parser_of[int(accept[s])]
+        seed[s, col] = min(seed[s, col], trail[s])
+    lex_cost = _relax(succ_ptr, succ, seed)
+    term_cost = np.array([min(INF, wit_cost[lex_of_parser[p]] + trail[wit_end[lex_of_parser[p]]])
+                          if wit_end[lex_of_parser[p]] >= 0 else INF for p in range(n_parser)], dtype=np.int64)
+    return LexicalCosts(np.minimum(lex_cost, INF).astype(np.int32), np.minimum(term_cost, INF).astype(np.int32))
+
+
+@nb.njit(cache=True)
+def node_depths(node_parent):
+    """Depth of every node of a preorder trie (the root is 0)."""
+    depth = np.zeros(len(node_parent), dtype=np.int32)
+    for n in range(1, len(node_parent)):
+        depth[n] = depth[node_parent[n]] + 1
+    return depth
+
+
+@nb.njit(cache=True)
+def _inside_moves(node_byte, node_parent, node_end, node_tok_ptr, trans, n_states):
+    """``adj[q, q']``: some token stays inside the lexeme from ``q`` and ends in ``q'``;
+    ``first[q', b]``: some token whose first byte is ``b`` does so from the initial state to ``q'``.
+
+    All lexer states are walked at once down the vocabulary trie, keeping per depth the compact
+    list of states still alive; a subtree where none is alive is skipped.
+    """
+    depth = node_depths(node_parent)
+    levels = depth.max() + 1
+    adj = np.zeros((n_states, n_states), dtype=np.bool_)
+    first = np.zeros((n_states, 256), dtype=np.bool_)
+    lane_state = np.empty((levels, n_states), dtype=np.int32)
+    lane_origin = np.empty((levels, n_states), dtype=np.int32)
+    alive = np.zeros(levels, dtype=np.int64)
+    for q in range(n_states):
+        lane_state[0, q] = q
+        lane_origin[0, q] = q
+    alive[0] = n_states
+    first_byte = 0
+    n = 1
+    while n < len(node_byte):
+        d = depth[n]
+        b = node_byte[n]
+        if d == 1:
+            first_byte = b
+        m = 0
+        for k in range(alive[d - 1]):
+            s = trans[lane_state[d - 1, k], b]
+            if s >= 0:
+                lane_state[d, m] = s
+                lane_origin[d, m] = lane_origin[d - 1, k]
+                m += 1
+        alive[d] = m
+        if m == 0:
+            n = node_end[n]
+            continue
+        if node_tok_ptr[n + 1] > node_tok_ptr[n]:
+            for k in range(m):
+                q = lane_origin[d, k]
+                adj[q, lane_state[d, k]] = True
+                if q == 0:
+                    first[lane_state[d, k], first_byte] = True
+        n += 1
+    return adj, first
+
+
+def _csr(adj: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    rows, cols = np.nonzero(adj)
+    ptr = np.zeros(adj.shape[0] + 1, dtype=np.int64)
+    np.cumsum(np.bincount(rows, minlength=adj.shape[0]), out=ptr[1:])
+    return ptr, cols.astype(np.int64)
+
+
+@nb.njit(cache=True)
+def _bfs(ptr, nbr, sources, n):
+    """Unit-cost distances from ``sources`` over the CSR graph (INF where unreachable)."""
+    dist = np.full(n, INF, dtype=np.int64)
+    queue = np.empty(n, dtype=np.int64)
+    head = 0
+    tail = 0
+    for s in sources:
+        if dist[s] > 0:
+            dist[s] = 0
+            queue[tail] = s
+            tail += 1
+    while head < tail:
+        x = queue[head]
+        head += 1
+        for k in range(ptr[x], ptr[x + 1]):
+            y = nbr[k]
+            if dist[y] >= INF:
+                dist[y] = dist[x] + 1
+                queue[tail] = y
+                tail += 1
+    return dist
+
+
+@nb.njit(cache=True)
+def _relax(ptr, succ, seed):
+    """``out[q, c] = min over paths q -> s of (tokens on the path + seed[s, c])``, by Bellman-Ford sweeps."""
+    out = seed.copy()
+    changed = True
+    while changed:
+        changed = False
+        for q in range(out.shape[0]):
+            for k in range(ptr[q], ptr[q + 1]):
+                s = succ[k]
+                for c in range(out.shape[1]):
+                    v = out[s, c] + 1
+                    if v < out[q, c]:
+                        out[q, c] = v
+                        changed = True
+    return out

@@ -1,0 +1,116 @@
+"""A token limit on one matcher (and its forks): which tokens keep a complete output within ``N`` tokens.
+
+``N`` counts every token the matcher accepts, EOS included, so a budgeted generation always ends
+with EOS at token ``N`` or before. With ``used`` tokens accepted, token ``t`` is allowed iff the
+grammar allows it and ``used + 1 + C(after t) + 1 <= N`` (:mod:`.runtime` defines ``C``); EOS iff
+the output is a sentence. Most steps are decided by bounds (:mod:`.bounds`): when even the
+costliest token of the lexer state fits, the grammar's own mask is the answer; otherwise the
+allowed token groups whose static bound does not fit get a bound from the top of the stack
+(cached per context), and only those that still do not fit are costed exactly, against the real
+stack. A mask is remembered so that ``advance`` of a token it allows needs no costing.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from grammask.budget.costs import INF
+from grammask.budget.runtime import (
+    REJECTED,
+    StateTokens,
+    remove_over,
+    select_groups,
+    spread_costs,
+)
+from grammask.errors import BudgetError
+
+if TYPE_CHECKING:
+    from grammask.compiled import CompiledGrammar
+
+
+class TokenBudget:
+    """The limit ``N`` of a matcher family (None: costs only), with the cost rows of the stacks it has seen.
+
+    Creating one with a limit checks that a complete output fits from the given state.
+    """
+
+    __slots__ = ("_last", "limit", "nodes", "rt")
+
+    def __init__(self, compiled: CompiledGrammar, max_tokens: int | None, lexstate: int, stack: tuple):
+        self.rt = compiled.budget_runtime
+        self.nodes = self.rt.new_nodes()
+        self.limit = max_tokens
+        self._last: tuple | None = None  # (lexstate, stack, used, budgeted row or None if all fit) of the last mask
+        if max_tokens is None:
+            return
+        if isinstance(max_tokens, bool) or not isinstance(max_tokens, (int, np.integer)):
+            raise TypeError(f"max_tokens must be an int, got {type(max_tokens).__name__}")
+        self.limit = int(max_tokens)
+        need = self.min_tokens(lexstate, stack)
+        if need > self.limit:
+            shortest = "no complete output" if need >= INF else f"at least {need} tokens (EOS included)"
+            raise BudgetError(
+                f"max_tokens={self.limit} is too small for grammar {compiled.grammar.name!r} with vocabulary "
+                f"{compiled.vocab.name!r}: a complete output takes {shortest}; use max_tokens={need} or more"
+            )
+
+    def min_tokens(self, lexstate: int, stack: tuple) -> int:
+        """Tokens (EOS included) of the cheapest complete continuation grammask knows (INF: none)."""
+        cost = self.rt.state_cost(self.nodes, lexstate, stack)
+        return INF if cost == REJECTED or cost >= INF else cost + 1
+
+    def restrict(self, row: np.ndarray, lexstate: int, stack: tuple, used: int) -> None:
+        """Clear from the grammar's mask ``row`` every token that would not leave room to finish."""
+        slack = self.limit - used - 2
+        if slack < 0:
+            rt = self.rt.compiled.runtime
+            eos = row[rt.eos_words] & rt.eos_bits
+            row[:] = 0
+            row[rt.eos_words] |= eos
+            self._last = (lexstate, stack, used, row.copy())
+            return
+        self._last = (lexstate, stack, used, None)
+        top = self.nodes.row(stack, self.rt)
+        level = int(self.nodes.level[top])
+        if self.rt.state_bound[lexstate] + level <= slack:
+            return  # even the costliest token of this lexer state fits
+        groups = self.rt.groups(lexstate)
+        states, known = self.rt.context_bounds(lexstate, stack, len(groups.ends))
+        threshold = slack - level
+        selected, n_todo = select_groups(row, groups.neg_bounds, threshold, groups.first_word, groups.first_bit, known)
+        check = selected[n_todo:]
+        if n_todo:
+            todo = selected[:n_todo]
+            self.rt.fill_context_bounds(states, groups, todo, known)
+            check = np.concatenate([check, todo[known[todo] > threshold]])
+        if len(check):
+            costs = self._costs(groups, top, check, slack)
+            remove_over(row, check, costs, slack, groups.tok_ptr, groups.tok_words, groups.tok_bits)
+            self._last = (lexstate, stack, used, row.copy())
+
+    def allows(self, token_id: int, lexstate: int, stack: tuple, used: int, new_lexstate: int, new_stack: tuple) -> bool:
+        """Whether a (grammatical) step by ``token_id`` from the first state to the second leaves room to finish."""
+        last = self._last
+        if last is not None and last[0] == lexstate and last[1] is stack and last[2] == used:
+            return last[3] is None or bool((int(last[3][token_id >> 5]) >> (token_id & 31)) & 1)
+        slack = self.limit - used - 2
+        top = self.nodes.row(stack, self.rt)
+        if self.rt.state_bound[lexstate] + int(self.nodes.level[top]) <= slack:
+            return True
+        return 0 <= self.rt.state_cost(self.nodes, new_lexstate, new_stack) <= slack
+
+    def next_token_costs(self, lexstate: int, stack: tuple, used: int, n_logits: int) -> np.ndarray:
+        """Per token: :meth:`min_tokens` after it, or -1 where the grammar or the limit forbids it (EOS not set)."""
+        groups = self.rt.groups(lexstate)
+        costs = self._costs(groups, self.nodes.row(stack, self.rt), np.arange(len(groups.ends)), INF)
+        after = np.where((costs >= 0) & (costs < INF), costs + 1, -1)
+        if self.limit is not None:
+            after[used + 1 + after > self.limit] = -1
+        out = np.full(n_logits, -1, dtype=np.int64)
+        spread_costs(after, groups.tok_ptr, groups.tok_words, groups.tok_bits, out)
+        return out
+
+    def _costs(self, groups: StateTokens, top: int, which: np.ndarray, cap: int) -> np.ndarray:
+        return self.rt.probe_costs(self.nodes, top, which, groups.seq_ptr, groups.seq_terms, groups.ends, cap)

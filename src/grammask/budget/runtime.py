@@ -1,0 +1,524 @@
+"""Completion costs at decoding time, and budgeted masks (TruncProof §4.1.1 on LR stacks).
+
+The cost of a matcher state (lexer state ``q``, LR stack ``S``) is
+
+    C(q, S) = min over terminals X the pending lexeme can become and S accepts:
+              lex_cost[q, X] + Cp(S after X)         (or lex_cost[q, ignored] + Cp(S))
+
+where ``Cp`` is the cheapest completion of a stack, terminals counted at their witness costs.
+``Cp`` of a real stack node is kept in a :class:`NodeTable` row per node: ``cost[row(N), g]``
+is ``Cp`` of the stack ``g`` pushed on ``N``, from the exits of ``g`` above ``top(N)`` and the
+rows of deeper nodes. Stacks a token would build (a few states over an untouched node) are
+costed in compiled code from those rows. ``C`` is a realisable upper bound of the true minimum
+and consistent: along the completion it counts, every token lowers it by at least one, so a
+matcher that only takes tokens with ``used + 1 + C(after) + 1 <= N`` (the last 1 is EOS) can
+always finish, EOS included, within ``N`` tokens.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import numba as nb
+import numpy as np
+
+from grammask.budget.bounds import token_bound
+from grammask.budget.costs import INF, add
+from grammask.budget.tables import (
+    BudgetTables,
+    build_budget_tables,
+    load_budget_tables,
+    save_budget_tables,
+)
+from grammask.classes import _class_words
+from grammask.errors import CacheError
+from grammask.parser.kernels import ALWAYS, NEVER, _feed
+from grammask.spanner import SequenceTable, TrieWalk, walk_alive
+
+if TYPE_CHECKING:
+    from grammask.compiled import CompiledGrammar
+
+log = logging.getLogger("grammask")
+
+REJECTED = -1
+"""Cost of a token the grammar does not allow at all."""
+
+
+# ---- real stacks: one row of completion costs per node --------------------------------------
+
+
+@nb.njit(cache=True)
+def _fill_rows(lo, hi, state, parent, cost, landed, level, goto, trans_ptr, trans_to, exit_ptr, exit_cost,
+               exit_depth, exit_nt, trans_of, acc_sym, land_ptr, land_states, start_cost):
+    """Rows ``lo..hi-1`` of the node table (their parents' rows are already filled).
+
+    Also what bounds a token's cost from the stack (see :mod:`.bounds`): ``landed[r]`` is the
+    largest completion of a state a reduction can leave on a node of the stack ``r`` (above
+    ``r``'s parent once ``r`` is popped, and so on down), ``level[r]`` the largest completion of
+    any stack a token can leave over an untouched part of ``r``: ``landed[r]``, any state pushed on
+    ``r``, or the stack ``r`` as it is (``start_cost`` for the bottom node alone).
+    """
+    for r in range(lo, hi):
+        u = state[r]
+        cost[r, :] = INF
+        pushed = -1
+        for k in range(trans_ptr[u], trans_ptr[u + 1]):
+            best = INF
+            for e in range(exit_ptr[k], exit_ptr[k + 1]):
+                d = exit_depth[e]
+                if d == 0:
+                    v = exit_cost[e] if parent[r] < 0 else INF
+                else:
+                    a = r
+                    for _ in range(d):
+                        a = parent[a]
+                        if a < 0:
+                            break
+                    if a < 0:
+                        continue
+                    x = goto[state[a], exit_nt[e]]
+                    if x < 0:
+                        continue
+                    v = add(exit_cost[e], cost[a, x])
+                best = min(best, v)
+            cost[r, trans_to[k]] = best
+            pushed = max(pushed, best)
+        p = parent[r]
+        if p < 0:
+            landed[r] = -1
+            itself = start_cost
+        else:
+            k = trans_of[state[p], acc_sym[u]]
+            lands = -1
+            for i in range(land_ptr[k], land_ptr[k + 1]):
+                lands = max(lands, cost[p, land_states[i]])
+            landed[r] = max(lands, landed[p])
+            itself = cost[p, u]
+        level[r] = max(landed[r], pushed, itself)
+
+
+_LEVELS = 128  # the most states a probe can push (the overlay's capacity in parser/kernels.py)
+CONTEXT_VIEW = 8
+"""Stack states the cached context bounds look at (see :meth:`BudgetRuntime.fill_context_bounds`)."""
+_UNKNOWN = -2  # a context bound not computed yet
+_CONTEXT_CACHE = 4096  # contexts kept before the cache of per-context bounds starts over
+
+
+class NodeTable:
+    """Completion-cost rows of the LR stack nodes a matcher and its forks have seen.
+
+    Nodes are the matcher's persistent ``(state, parent)`` tuples; each is kept alive here with
+    its row, so its ``id`` stays unique. Shared by forks, so changes happen under ``lock``. Also
+    holds the scratch of :func:`_stack_cost` (allocating it per call costs more than the work).
+    """
+
+    def __init__(self, n_states: int):
+        self.state = np.empty(64, dtype=np.int32)
+        self.parent = np.empty(64, dtype=np.int32)
+        self.cost = np.empty((64, n_states), dtype=np.int32)
+        self.landed = np.empty(64, dtype=np.int32)
+        self.level = np.empty(64, dtype=np.int32)
+        self.size = 0
+        self.scratch = (
+            np.empty((_LEVELS, n_states), dtype=np.int32),
+            np.zeros((_LEVELS, n_states), dtype=np.int64),
+            np.empty((_LEVELS, n_states), dtype=np.int32),
+            np.zeros(_LEVELS, dtype=np.int64),
+        )
+        self.serial = 0
+        self.lock = threading.RLock()
+        self._rows: dict[int, tuple[tuple, int]] = {}
+
+    def row(self, stack: tuple, rt: BudgetRuntime) -> int:
+        """The row of ``stack``'s top node, registering it and any unseen nodes below."""
+        hit = self._rows.get(id(stack))
+        if hit is not None:
+            return hit[1]
+        with self.lock:
+            chain = []
+            node = stack
+            while node is not None:
+                hit = self._rows.get(id(node))
+                if hit is not None:
+                    break
+                chain.append(node)
+                node = node[1]
+            parent = -1 if node is None else hit[1]
+            lo = self.size
+            self._grow(lo + len(chain))
+            for node in reversed(chain):
+                self.state[self.size] = node[0]
+                self.parent[self.size] = parent
+                self._rows[id(node)] = (node, self.size)
+                parent = self.size
+                self.size += 1
+            _fill_rows(lo, self.size, self.state, self.parent, self.cost, self.landed, self.level, rt.goto,
+                       *rt.exits, *rt.landings, rt.tables.parser.start_cost)
+            return parent
+
+    def _grow(self, need: int) -> None:
+        cap = len(self.state)
+        if need <= cap:
+            return
+        while cap < need:
+            cap *= 2
+        for name in ("state", "parent", "landed", "level"):
+            setattr(self, name, np.resize(getattr(self, name), cap))
+        cost = np.empty((cap, self.cost.shape[1]), dtype=np.int32)
+        cost[: self.size] = self.cost[: self.size]
+        self.cost = cost
+
+
+# ---- stacks built on top of a real one ---------------------------------------------------------
+
+
+@nb.njit(cache=True)
+def _stack_cost(view_states, view_rows, real, chain, n_chain, cost, goto, trans_of, acc_sym, exit_ptr, exit_cost,
+                exit_depth, exit_nt, start_cost, cap, best, mark, frontier, counts, serial):
+    """``Cp`` of the stack ``chain[:n_chain]`` (bottom first) pushed on the real view's first ``real`` states,
+    exact up to ``cap`` (a larger answer only says "more than ``cap``"). A whole stack never pops
+    below its view; a one-state view with zero costs (a *symbolic* view) counts what lies under it as 0.
+
+    Configurations are (level ``k``, top ``g``): ``g`` above ``chain[:k]``. Every exit pops at
+    least one level, so levels are settled top-down; ``best``/``mark``/``frontier``/``counts``
+    are scratch, ``serial`` tells this call's marks from older ones.
+    """
+    if n_chain == 0:
+        return cost[view_rows[real - 2], view_states[real - 1]] if real >= 2 else start_cost
+    answer = INF
+    for k in range(n_chain):
+        counts[k] = 0
+    top = n_chain - 1
+    best[top, chain[top]] = 0
+    mark[top, chain[top]] = serial
+    frontier[top, 0] = chain[top]
+    counts[top] = 1
+    for k in range(top, -1, -1):
+        for i in range(counts[k]):
+            g = frontier[k, i]
+            acc = best[k, g]
+            if k == 0:
+                answer = min(answer, add(acc, cost[view_rows[real - 1], g]))
+                continue
+            t = trans_of[chain[k - 1], acc_sym[g]]
+            if t < 0:
+                continue
+            for e in range(exit_ptr[t], exit_ptr[t + 1]):
+                c = add(acc, exit_cost[e])
+                if c > cap:
+                    continue
+                d = exit_depth[e]
+                if d == 0:
+                    answer = min(answer, c)
+                elif d <= k:
+                    nk = k - d
+                    below = chain[nk - 1] if nk >= 1 else view_states[real - 1]
+                    x = goto[below, exit_nt[e]]
+                    if x < 0:
+                        continue
+                    if mark[nk, x] != serial:
+                        mark[nk, x] = serial
+                        best[nk, x] = c
+                        frontier[nk, counts[nk]] = x
+                        counts[nk] += 1
+                    elif c < best[nk, x]:
+                        best[nk, x] = c
+                else:
+                    r2 = real - (d - k)
+                    if r2 < 1:  # below the view: only a symbolic view (see fill_context_bounds) ends
+                        answer = min(answer, c)
+                        continue
+                    x = goto[view_states[r2 - 1], exit_nt[e]]
+                    if x >= 0:
+                        answer = min(answer, add(c, cost[view_rows[r2 - 1], x]))
+    return answer
+
+
+@nb.njit(cache=True)
+def _probe_costs(which, seq_ptr, seq_terms, ends, top_row, node_state, node_parent, node_cost, action, goto,
+                 rule_len, rule_lhs, lex_cost, state_follow, follow_ptr, follow_terms, follow_any, trans_of,
+                 acc_sym, exit_ptr, exit_cost, exit_depth, exit_nt, start_cost, cap, best, mark, frontier, counts,
+                 serial, out):
+    """``out[i]``: the cost ``C`` after probe ``which[i]`` (emit ``seq_terms[seq_ptr[p]:seq_ptr[p+1]]`` on the
+    real stack of ``top_row``, leave lexer state ``ends[p]``), or REJECTED if the grammar forbids it.
+
+    Costs above ``cap`` are not worked out: any value above ``cap`` stands for them. ``best``,
+    ``mark``, ``frontier``, ``counts`` are scratch kept between calls (see :func:`_stack_cost`);
+    ``serial`` is the last mark used, and the new last one is returned.
+    """
+    depth = 0
+    r = top_row
+    while r >= 0:
+        depth += 1
+        r = node_parent[r]
+    view_states = np.empty(depth, dtype=np.int32)
+    view_rows = np.empty(depth, dtype=np.int32)
+    r = top_row
+    for i in range(depth - 1, -1, -1):
+        view_states[i] = node_state[r]
+        view_rows[i] = r
+        r = node_parent[r]
+    chain = np.empty(128, dtype=np.int32)
+    probe = np.empty(128, dtype=np.int32)
+    ign = lex_cost.shape[1] - 1
+    for i in range(len(which)):
+        p = which[i]
+        real = depth
+        n = 0
+        status = ALWAYS
+        for j in range(seq_ptr[p], seq_ptr[p + 1]):
+            status, real, n = _feed(action, goto, rule_len, rule_lhs, view_states, real, chain, n, seq_terms[j])
+            if status != ALWAYS:
+                break
+        if status != ALWAYS:
+            out[i] = REJECTED if status == NEVER else INF
+            continue
+        q = ends[p]
+        if q == 0:
+            serial += 1
+            out[i] = _stack_cost(view_states, view_rows, real, chain, n, node_cost, goto, trans_of, acc_sym,
+                                 exit_ptr, exit_cost, exit_depth, exit_nt, start_cost, cap, best, mark, frontier,
+                                 counts, serial)
+            continue
+        f = state_follow[q]
+        cheapest = INF
+        allowed = follow_any[f]
+        if allowed and lex_cost[q, ign] <= cap:
+            serial += 1
+            cheapest = add(lex_cost[q, ign], _stack_cost(view_states, view_rows, real, chain, n, node_cost, goto,
+                                                         trans_of, acc_sym, exit_ptr, exit_cost, exit_depth,
+                                                         exit_nt, start_cost, cap - lex_cost[q, ign], best, mark,
+                                                         frontier, counts, serial))
+        for k in range(follow_ptr[f], follow_ptr[f + 1]):
+            x = follow_terms[k]
+            probe[:n] = chain[:n]
+            st, r2, n2 = _feed(action, goto, rule_len, rule_lhs, view_states, real, probe, n, x)
+            if st == NEVER:
+                continue
+            allowed = True
+            if st == ALWAYS and lex_cost[q, x] < cheapest and lex_cost[q, x] <= cap:
+                serial += 1
+                cheapest = min(cheapest, add(lex_cost[q, x], _stack_cost(
+                    view_states, view_rows, r2, probe, n2, node_cost, goto, trans_of, acc_sym, exit_ptr,
+                    exit_cost, exit_depth, exit_nt, start_cost, min(cap, cheapest - 1) - lex_cost[q, x], best, mark,
+                    frontier, counts, serial)))
+        out[i] = cheapest if allowed else REJECTED
+    return serial
+
+
+@nb.njit(cache=True)
+def select_groups(row, neg_bounds, threshold, first_word, first_bit, known):
+    """The groups whose static bound exceeds ``threshold`` and whose tokens the mask ``row`` allows (a
+    group's tokens share one verdict: its first token's bit tells): ``(out, k)`` where ``out[:k]``
+    have no context bound in ``known`` yet and ``out[k:]`` have one that exceeds ``threshold`` too."""
+    n = np.searchsorted(neg_bounds, -threshold)
+    out = np.empty(n, dtype=np.int64)
+    a = 0
+    b = n
+    for i in range(n):
+        if row[first_word[i]] & first_bit[i]:
+            if known[i] == _UNKNOWN:
+                out[a] = i
+                a += 1
+            elif known[i] > threshold:
+                b -= 1
+                out[b] = i
+    out[a:a + n - b] = out[b:].copy()
+    return out[:a + n - b], a
+
+
+@nb.njit(cache=True)
+def remove_over(row, which, costs, slack, tok_ptr, tok_words, tok_bits):
+    """Clear from ``row`` the tokens of group ``which[i]`` wherever ``costs[i]`` exceeds ``slack``."""
+    for i in range(len(which)):
+        if costs[i] > slack:
+            g = which[i]
+            for w in range(tok_ptr[g], tok_ptr[g + 1]):
+                row[tok_words[w]] &= ~tok_bits[w]
+
+
+@nb.njit(cache=True)
+def spread_costs(costs, tok_ptr, tok_words, tok_bits, out):
+    """``out[t] = costs[i]`` for every token ``t`` of group ``i`` (groups with a negative cost are skipped)."""
+    for i in range(len(costs)):
+        if costs[i] < 0:
+            continue
+        for w in range(tok_ptr[i], tok_ptr[i + 1]):
+            bits = np.uint32(tok_bits[w])
+            base = np.int64(tok_words[w]) * 32
+            for b in range(32):
+                if bits & (np.uint32(1) << np.uint32(b)):
+                    out[base + b] = costs[i]
+
+
+# ---- per lexer state: its tokens grouped by what they do, costliest first --------------------
+
+
+@dataclass(frozen=True)
+class StateTokens:
+    """The tokens that lex from one lexer state, grouped by (emitted terminals, lexer state left).
+
+    Groups are sorted by their static bound (:func:`token_bound`), largest first; group ``i``
+    emits ``seq_terms[seq_ptr[i]:seq_ptr[i+1]]``, leaves ``ends[i]`` and holds the tokens
+    ``tok_words/tok_bits[tok_ptr[i]:tok_ptr[i+1]]`` (bitmask word and bits); ``first_word[i]`` and
+    ``first_bit[i]`` locate one of them.
+    """
+
+    seq_ptr: np.ndarray
+    seq_terms: np.ndarray
+    ends: np.ndarray
+    neg_bounds: np.ndarray
+    tok_ptr: np.ndarray
+    tok_words: np.ndarray
+    tok_bits: np.ndarray
+    first_word: np.ndarray
+    first_bit: np.ndarray
+
+
+
+class BudgetRuntime:
+    """A compiled grammar's budget tables in the shapes decoding reads, and its per-state token groups."""
+
+    def __init__(self, compiled: CompiledGrammar):
+        self.compiled = compiled
+        self.tables = _load_or_build(compiled)
+        t, p = self.tables, self.tables.parser
+        m = compiled.mask_tables
+        lr = compiled.tables
+        self.lr = (lr.action, lr.goto, lr.rule_len, lr.rule_lhs)
+        self.goto = lr.goto
+        self.exits = (p.trans_ptr, p.trans_to, p.exit_ptr, p.exit_cost, p.exit_depth, p.exit_nt)
+        self.landings = (p.trans_of, p.acc_sym, p.land_ptr, p.land_states)
+        self.lexical = (t.lexical.lex_cost, m.state_follow, m.follow_ptr, m.follow_terms, m.follow_any)
+        self.parser = (p.trans_of, p.acc_sym, p.exit_ptr, p.exit_cost, p.exit_depth, p.exit_nt, p.start_cost)
+        self.state_bound = t.state_bound.tolist()
+        self.n_words = m.masks.shape[1]
+        self._bound_args = (t.finish_bound, t.ignore_cost, p.exit_bound, t.goto_exit_max, t.eps1)
+        self._groups: dict[int, StateTokens] = {}
+        self._seqs = SequenceTable(int(compiled.parser_term.max(initial=-1)) + 2)
+        self._walk: TrieWalk | None = None  # scratch of the vocabulary walks, made on the first one
+        self._lock = threading.Lock()
+        self._contexts: dict[tuple[int, ...], np.ndarray] = {}
+        self._symbolic = NodeTable(lr.n_states)
+        self._symbolic.size = CONTEXT_VIEW
+        self._symbolic.parent[:CONTEXT_VIEW] = np.arange(-1, CONTEXT_VIEW - 1)
+        self._symbolic.cost[:CONTEXT_VIEW] = 0
+        self._symbolic_parser = self.parser[:-1] + (0,)
+
+    def new_nodes(self) -> NodeTable:
+        return NodeTable(self.compiled.tables.n_states)
+
+    def probe_costs(self, nodes: NodeTable, top_row: int, which: np.ndarray, seq_ptr: np.ndarray,
+                    seq_terms: np.ndarray, ends: np.ndarray, cap: int = INF) -> np.ndarray:
+        """Costs after the probes ``which`` (see :func:`_probe_costs`), exact up to ``cap``."""
+        out = np.empty(len(which), dtype=np.int64)
+        with nodes.lock:
+            nodes.serial = _probe_costs(which, seq_ptr, seq_terms, ends, top_row, nodes.state, nodes.parent, nodes.cost,
+                                        *self.lr, *self.lexical, *self.parser, cap, *nodes.scratch, nodes.serial, out)
+        return out
+
+    def context_bounds(self, lexstate: int, stack: tuple, n_groups: int) -> tuple[list[int], np.ndarray]:
+        """The top :data:`CONTEXT_VIEW` states of ``stack`` (top first) and the cached *context bounds* of
+        ``lexstate``'s groups under them (-2 where not computed yet, see :meth:`fill_context_bounds`)."""
+        top = []
+        node = stack
+        while node is not None and len(top) < CONTEXT_VIEW:
+            top.append(node[0])
+            node = node[1]
+        key = (lexstate, *top)
+        known = self._contexts.get(key)
+        if known is None:
+            with self._lock:
+                if len(self._contexts) >= _CONTEXT_CACHE:
+                    self._contexts.clear()
+                known = self._contexts.setdefault(key, np.full(n_groups, _UNKNOWN, dtype=np.int32))
+        return top, known
+
+    def fill_context_bounds(self, top: list[int], groups: StateTokens, todo: np.ndarray, known: np.ndarray) -> None:
+        """Compute the context bounds of the groups ``todo`` into ``known``.
+
+        A group is costed on a *symbolic* view of the stack's top states ``top``: whatever lies
+        below and every completion above a real node count 0, so adding the stack's level bounds
+        the real cost (see :mod:`.bounds`). INF where the group's terminals reach below the view.
+        """
+        out = np.empty(len(todo), dtype=np.int64)
+        with self._lock:
+            sym = self._symbolic
+            sym.state[: len(top)] = top[::-1]
+            sym.serial = _probe_costs(todo, groups.seq_ptr, groups.seq_terms, groups.ends, len(top) - 1, sym.state,
+                                      sym.parent, sym.cost, *self.lr, *self.lexical, *self._symbolic_parser, INF,
+                                      *sym.scratch, sym.serial, out)
+        known[todo] = np.minimum(out, INF)
+
+    def state_cost(self, nodes: NodeTable, lexstate: int, stack: tuple) -> int:
+        """``C`` of a matcher state (REJECTED if its pending lexeme has no acceptable terminal)."""
+        row = nodes.row(stack, self)
+        return int(self.probe_costs(nodes, row, _ONE, _EMPTY_PTR, _EMPTY_TERMS, np.array([lexstate]))[0])
+
+    def groups(self, lexstate: int) -> StateTokens:
+        """The token groups of a lexer state (built on first use: one vocabulary walk, milliseconds)."""
+        hit = self._groups.get(lexstate)
+        if hit is None:
+            with self._lock:
+                hit = self._groups.get(lexstate)
+                if hit is None:
+                    hit = self._groups[lexstate] = self._build_groups(lexstate)
+        return hit
+
+    def _build_groups(self, q: int) -> StateTokens:
+        from grammask.compiled import _vocab_trie
+
+        c = self.compiled
+        trie = _vocab_trie(c.vocab)
+        if self._walk is None:
+            self._walk = TrieWalk(trie)
+        entries, seq, end = walk_alive(trie, c.lexer.trans, c.lexer.accept, c.parser_term, q, self._seqs, self._walk)
+        n_lex = c.lexer.n_states
+        keys, token_group = np.unique(seq.astype(np.int64) * n_lex + end, return_inverse=True)
+        sequences = [self._seqs.sequence(int(s)) for s in (keys // n_lex).tolist()]
+        ends = (keys % n_lex).astype(np.int32)
+        bounds = np.array([token_bound(len(e), e[-1] if e else 0, int(x), *self._bound_args)
+                           for e, x in zip(sequences, ends.tolist())], dtype=np.int64)
+        order = np.argsort(-bounds, kind="stable")
+        rank = np.empty(len(order), dtype=np.int32)
+        rank[order] = np.arange(len(order), dtype=np.int32)
+        sequences = [sequences[i] for i in order.tolist()]
+        tok_ptr, tok_words, tok_bits = _class_words(trie.token_ids[entries], rank[token_group.ravel()],
+                                                    np.ones(len(order), dtype=np.bool_), self.n_words)
+        return StateTokens(
+            seq_ptr=np.cumsum([0] + [len(e) for e in sequences]).astype(np.int64),
+            seq_terms=np.array([t for e in sequences for t in e], dtype=np.int32),
+            ends=ends[order],
+            neg_bounds=-bounds[order],
+            tok_ptr=tok_ptr,
+            tok_words=tok_words,
+            tok_bits=tok_bits,
+            first_word=tok_words[tok_ptr[:-1]],
+            first_bit=tok_bits[tok_ptr[:-1]] & -tok_bits[tok_ptr[:-1]],
+        )
+
+
+_ONE = np.zeros(1, dtype=np.int64)
+_EMPTY_PTR = np.zeros(2, dtype=np.int64)
+_EMPTY_TERMS = np.zeros(0, dtype=np.int32)
+
+
+def _load_or_build(compiled: CompiledGrammar) -> BudgetTables:
+    from grammask.compiled import cache_key
+
+    path: Path | None = compiled.cache_path
+    budget_path = None if path is None else path.with_name(path.stem + ".budget.npz")
+    key = cache_key(compiled.grammar, compiled.vocab)
+    if budget_path is not None and budget_path.exists():
+        try:
+            return load_budget_tables(budget_path, key)
+        except CacheError as e:
+            log.warning("grammask: %s; rebuilding it", e)
+    tables = build_budget_tables(compiled)
+    if budget_path is not None:
+        save_budget_tables(budget_path, key, tables)
+    return tables

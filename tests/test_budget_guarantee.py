@@ -1,0 +1,203 @@
+"""The budget guarantee, attacked, and the soundness of the costs behind it.
+
+Adversarial runs: at every budget from the grammar's minimum to the minimum + 30, matchers are
+driven to the end by random logits and by a "greedy for length" chooser (always a token after
+which the most tokens remain needed). Every run must end with EOS within the budget, in text
+that an independent parser accepts, and no mask may ever be empty.
+
+Soundness: from random states, the claimed minimum (``min_tokens_to_finish``) is followed token
+by token; each step must find a token that lowers the claim by at least one, so the walk ends in
+a complete output of at most the claimed length. How far a claim is from the walk it promises,
+and from a greedy shortest walk, is printed (``pytest -s``).
+
+The default run is CI-sized; ``pytest -m slow`` runs the full size of the issue's bars (the
+adversarial runs at every budget, 50 runs per budget and chooser; at least 1,000 random states).
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+from pathlib import Path
+
+import jsonschema
+import numpy as np
+import pytest
+from conftest import get_vocab
+from lark import Lark
+from lark.exceptions import LarkError
+from test_budget import EXPR
+
+from grammask import Grammar, compile
+from grammask.bitmask import allocate_bitmask, bitmask_to_bool
+from grammask.grammar.builtin import builtin_source
+
+JME = Path(__file__).parent.parent.parent / "shared" / "data" / "json-mode-eval"
+SCHEMAS = [f"JME_{i}" for i in range(20)]
+GRAMMARS = ["json", "c", "expr", *SCHEMAS]
+VOCAB = "smollm2"
+
+
+def _schema(name: str) -> dict:
+    path = JME / f"{name}.json"
+    if not path.exists():
+        pytest.skip(f"JSON-Mode-Eval data not found at {path}")
+    return json.loads(path.read_text())
+
+
+def _grammar(name: str) -> Grammar:
+    if name == "expr":
+        return Grammar.from_lark(EXPR, name="expr")
+    if name.startswith("JME_"):
+        schema = _schema(name)["schema"]
+        if hasattr(Grammar, "from_json_schema"):
+            return Grammar.from_json_schema(schema, name=name)
+        from grammask.grammar.json_schema import grammar_from_json_schema
+
+        return grammar_from_json_schema(schema, name=name)
+    return Grammar.builtin(name)
+
+
+@functools.cache
+def _compiled(name: str):
+    return compile(_grammar(name), get_vocab(VOCAB), cache=False)
+
+
+@functools.cache
+def _checker(name: str):
+    """``text -> bool``: an independent judge of complete outputs."""
+    if name.startswith("JME_"):
+        validator = jsonschema.Draft202012Validator(_schema(name)["schema"])
+        return lambda text: validator.is_valid(json.loads(text))
+    lark = Lark(EXPR if name == "expr" else builtin_source(name), parser="lalr", lexer="basic")
+
+    def parses(text: str) -> bool:
+        try:
+            lark.parse(text)
+        except LarkError:
+            return False
+        return True
+
+    return parses
+
+
+def _random_logits(matcher, allowed: np.ndarray, rng: np.random.Generator) -> int:
+    logits = np.where(allowed, rng.standard_normal(len(allowed)), -np.inf)
+    return int(np.argmax(logits))
+
+
+def _greedy_for_length(matcher, allowed: np.ndarray, rng: np.random.Generator) -> int:
+    costs = matcher.next_token_costs()
+    assert np.array_equal(costs >= 0, allowed), "next_token_costs disagrees with the mask"
+    return int(rng.choice(np.flatnonzero(costs == costs.max())))
+
+
+CHOOSERS = {"random logits": _random_logits, "greedy for length": _greedy_for_length}
+
+
+def _drive(name: str, budget: int, choose, rng: np.random.Generator) -> None:
+    compiled = _compiled(name)
+    vocab = compiled.vocab
+    m = compiled.matcher(max_tokens=budget)
+    row = allocate_bitmask(1, vocab.n_logits)[0]
+    tokens = []
+    while not m.is_terminated():
+        m.fill_mask(row)
+        allowed = bitmask_to_bool(row, vocab.n_logits)
+        assert allowed.any(), f"{name}: empty mask after {tokens} with budget {budget}"
+        token = choose(m, allowed, rng)
+        m.advance(token)
+        tokens.append(token)
+    assert len(tokens) <= budget
+    assert tokens[-1] in vocab.eos_ids
+    text = vocab.decode(tokens[:-1]).decode("utf-8")
+    assert _checker(name)(text), f"{name}: the judge rejects {text!r} (budget {budget})"
+
+
+def _adversarial(name: str, offsets, runs: int) -> None:
+    minimum = _compiled(name).matcher().min_tokens_to_finish()
+    rng = np.random.default_rng(abs(hash(name)) % 2**32)
+    for offset in offsets:
+        for choose in CHOOSERS.values():
+            for _ in range(runs):
+                _drive(name, minimum + offset, choose, rng)
+
+
+@pytest.mark.parametrize("name", ["json", "c", "expr", *SCHEMAS[:3]])
+def test_guarantee_ci(name):
+    _adversarial(name, offsets=(0, 1, 2, 5, 13, 30), runs=2)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", GRAMMARS)
+def test_guarantee_full(name):
+    _adversarial(name, offsets=range(31), runs=50)
+
+
+# ---- soundness of the claimed minimum -------------------------------------------------------
+
+
+def _random_state(name: str, rng: np.random.Generator):
+    compiled = _compiled(name)
+    n = compiled.vocab.n_logits
+    eos = compiled.vocab.eos_ids
+    m = compiled.matcher()
+    row = allocate_bitmask(1, n)[0]
+    for _ in range(int(rng.integers(0, 40))):
+        m.fill_mask(row)
+        allowed = bitmask_to_bool(row, n)
+        allowed[list(eos)] = False
+        if not allowed.any():
+            break
+        m.advance(int(rng.choice(np.flatnonzero(allowed))))
+    return m
+
+
+def _walk(m, claim: int, choose_step) -> int:
+    """Follow the claim from ``m`` (a fork): each token must lower it by at least one. Returns the length."""
+    m = m.fork()
+    n = 0
+    while not m.is_terminated():
+        costs = m.next_token_costs()
+        lower = np.flatnonzero((costs >= 0) & (costs <= claim - 1))
+        assert len(lower), f"no token lowers the claim {claim} (after {n} tokens)"
+        token = int(choose_step(lower, costs))
+        claim = int(costs[token])
+        m.advance(token)
+        n += 1
+    return n
+
+
+def _soundness(states_per_grammar: dict[str, int]) -> dict[str, tuple[int, float, float, float]]:
+    report = {}
+    rng = np.random.default_rng(11)
+    for name, count in states_per_grammar.items():
+        exact, gap, shortest_gap = 0, 0, 0
+        for _ in range(count):
+            m = _random_state(name, rng)
+            claim = m.min_tokens_to_finish()
+            # Always the costliest token below the claim: the walk the claim describes.
+            length = _walk(m, claim, lambda lower, costs: lower[np.argmax(costs[lower])])
+            shortest = _walk(m, claim, lambda lower, costs: lower[np.argmin(costs[lower])])
+            assert shortest <= length <= claim
+            exact += length == claim
+            gap += claim - length
+            shortest_gap += claim - shortest
+        report[name] = (count, exact / count, gap / count, shortest_gap / count)
+    print("\nclaimed minimum vs realised completions (states, share realised at exactly the claim, "
+          "mean tokens saved by the claimed walk, by a greedy shortest walk):")
+    for name, (count, share, g, s) in report.items():
+        print(f"  {name:8s} {count:5d} states  exact {share:6.1%}  claim - walk {g:.3f}  claim - shortest {s:.3f}")
+    return report
+
+
+def test_soundness_ci():
+    report = _soundness({"json": 30, "c": 30, "expr": 30, "JME_0": 10})
+    assert all(share > 0.5 for _, share, _, _ in report.values())
+
+
+@pytest.mark.slow
+def test_soundness_full():
+    counts = {"json": 250, "c": 250, "expr": 200} | {name: 15 for name in SCHEMAS}
+    report = _soundness(counts)
+    assert sum(c for c, _, _, _ in report.values()) >= 1000
