@@ -11,6 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from grammask.compiled import compile
 from grammask.errors import EmptyLanguageError, TokenRejectedError, UnsupportedSchemaError
 from grammask.grammar.json_schema import grammar_from_json_schema
 from grammask.grammar.json_schema.formats import FORMATS
@@ -311,3 +312,14 @@ def test_bad_options():
 
 def test_json_text_is_accepted_as_schema():
     assert accepts('{"const": "x"}', '"x"')
+
+
+def test_dropped_keywords_are_listed_on_the_compiled_grammar(vocab, tmp_path):
+    smollm2 = vocab("smollm2")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        loose = grammar_from_json_schema({"type": "integer", "multipleOf": 3}, strict=False)
+    compiled = compile(loose, smollm2, cache=tmp_path)
+    assert any("'multipleOf' at /multipleOf" in note for note in compiled.notes)
+    exact = compile(grammar_from_json_schema({"type": "integer"}), smollm2, cache=tmp_path)
+    assert exact.notes == () and compiled.notes  # same language, so one compiled table, but its own notes

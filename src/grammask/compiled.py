@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+import copy
 import dataclasses
 import hashlib
 import logging
@@ -62,6 +63,8 @@ class CompiledGrammar:
         self.mask_tables = masks
         self.stats = stats
         self.cache_path: Path | None = None  # set by compile(); the budget tables are cached beside it
+        self.notes: tuple[str, ...] = _notes(grammar)
+        """What the grammar's front end could not enforce (e.g. schema keywords dropped with ``strict=False``)."""
 
     def matcher(self, max_tokens: int | None = None) -> "Matcher":
         """A fresh matcher at the start of a document.
@@ -155,6 +158,9 @@ def compile(grammar: Grammar, vocab: Vocabulary, *, cache: bool | str | Path = T
     with _lock:
         hit = _memory.get(key)
     if hit is not None:
+        if hit.notes != _notes(grammar):  # same language, but this grammar's front end left different notes
+            hit = copy.copy(hit)
+            hit.grammar, hit.notes = grammar, _notes(grammar)
         return hit
     path = _cache_path(cache, key)
     compiled = None
@@ -173,6 +179,10 @@ def compile(grammar: Grammar, vocab: Vocabulary, *, cache: bool | str | Path = T
     with _lock:
         _memory[key] = compiled
     return compiled
+
+
+def _notes(grammar: Grammar) -> tuple[str, ...]:
+    return tuple(getattr(grammar, "notes", ()))
 
 
 def clear_memory_cache() -> None:
