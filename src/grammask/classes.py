@@ -24,22 +24,36 @@ class StateClasses:
     token_ids: np.ndarray
     token_class: np.ndarray
     classes: np.ndarray  # local class -> class key (sequence id * n_follow + follow id), later its rank
+    sizes: np.ndarray  # local class -> number of tokens
 
 
-def group_tokens(token_ids: np.ndarray, keys: np.ndarray, scratch: np.ndarray) -> StateClasses:
-    """Group tokens by class key; ``scratch`` is an int32 array over all keys, all -1 (left so)."""
-    token_class, class_keys = _group(keys, scratch)
-    return StateClasses(token_ids, token_class, class_keys)
+def group_walk(token_ids: np.ndarray, seq: np.ndarray, ends: np.ndarray, state_follow: np.ndarray, n_follow: int,
+               scratch: np.ndarray, seen: np.ndarray) -> tuple[StateClasses, np.ndarray]:
+    """Group one walk's alive tokens by class key (emitted sequence, follow set of the state left).
+
+    ``scratch`` is an int32 array over all keys, all -1 (left so). Returns the classes and the
+    lexer states left that ``seen`` did not hold yet (marked in ``seen`` now).
+    """
+    token_class, class_keys, sizes, fresh = _group(seq, ends, state_follow, n_follow, scratch, seen)
+    return StateClasses(token_ids, token_class, class_keys, sizes), fresh
 
 
 @nb.njit(cache=True)
-def _group(keys, slot):
-    n = len(keys)
+def _group(seq, ends, state_follow, n_follow, slot, seen):
+    n = len(seq)
     token_class = np.empty(n, dtype=np.int32)
     class_keys = np.empty(n, dtype=np.int64)
+    sizes = np.zeros(n, dtype=np.int64)
+    fresh = np.empty(n, dtype=np.int64)
     n_classes = 0
+    n_fresh = 0
     for i in range(n):
-        k = keys[i]
+        end = ends[i]
+        if not seen[end]:
+            seen[end] = True
+            fresh[n_fresh] = end
+            n_fresh += 1
+        k = np.int64(seq[i]) * n_follow + state_follow[end]
         c = slot[k]
         if c < 0:
             c = n_classes
@@ -47,9 +61,10 @@ def _group(keys, slot):
             class_keys[c] = k
             n_classes += 1
         token_class[i] = c
+        sizes[c] += 1
     for c in range(n_classes):
         slot[class_keys[c]] = -1
-    return token_class, class_keys[:n_classes].copy()
+    return token_class, class_keys[:n_classes].copy(), sizes[:n_classes].copy(), fresh[:n_fresh].copy()
 
 
 class ClassTable:
@@ -80,6 +95,7 @@ class ClassTable:
         renumber[order] = np.arange(len(order), dtype=np.int32)
         state.token_class = renumber[state.token_class]
         state.classes = ranks[order]
+        state.sizes = state.sizes[order]
 
     def lcp_between(self, ranks: np.ndarray) -> np.ndarray:
         """Common sequence prefix of each class in sorted ``ranks`` with the one before it."""

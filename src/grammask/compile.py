@@ -31,7 +31,7 @@ from grammask.parser.kernels import (
     mask_from_classes,
 )
 from grammask.parser.tables import ERROR, ParseTables, build_parse_tables
-from grammask.classes import ClassTable, ClassTokens, StateClasses, group_tokens
+from grammask.classes import ClassTable, ClassTokens, StateClasses, group_walk
 from grammask.spanner import SequenceTable, TrieWalk, VocabTrie, walk_alive
 
 if TYPE_CHECKING:
@@ -144,15 +144,10 @@ def build_mask_tables(
     while queue:
         q = queue.pop()
         entries, seq, ends = walk_alive(trie, lexer.trans, lexer.accept, parser_term, q, seqs, work)
-        fresh = np.zeros(lexer.n_states, dtype=bool)
-        fresh[ends] = True
-        fresh &= ~queued
-        queued |= fresh
-        queue.extend(np.flatnonzero(fresh).tolist())
-        keys = seq.astype(np.int64) * n_follow + state_follow[ends]
         if slots is None or len(slots) < len(seqs) * n_follow:
             slots = np.full(2 * len(seqs) * n_follow, -1, dtype=np.int32)
-        walks[q] = group_tokens(trie.token_ids[entries], keys, slots)
+        walks[q], fresh = group_walk(trie.token_ids[entries], seq, ends, state_follow, n_follow, slots, queued)
+        queue.extend(fresh.tolist())
     classes = ClassTable(np.concatenate([w.classes for w in walks.values()]), seqs, n_follow)
     class_arrays = (classes.seq_ptr, classes.seq_terms, classes.follow, follow_ptr, follow_terms, follow_any)
     for walk in walks.values():
@@ -200,8 +195,7 @@ def build_mask_tables(
             state_ptr[q + 1] = state_ptr[q]
             continue
         n_local = len(walk.classes)
-        sizes = np.bincount(walk.token_class, minlength=n_local)
-        big = np.nonzero(sizes >= _REFINE_SIZE)[0]
+        big = np.nonzero(walk.sizes >= _REFINE_SIZE)[0]
         if q == 0:
             candidates = [tables.start_state]
         else:
