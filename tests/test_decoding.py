@@ -11,6 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+import grammask
 import grammask.decoding as dec
 from grammask.compiled import compile
 from grammask.errors import DecodingError, GrammarError
@@ -395,7 +396,7 @@ def test_generate_runs_text_to_text_on_any_text_model(compiled):
         assert gen.text == model.decode(gen.tokens)
         assert accepts_whole(compiled, gen.tokens, gen.stats.stop_reason)
         assert gen.stats.prompt_tokens == 3
-    assert dec.generate(model, "[", compiled, max_tokens=3).stats.tokens <= 3
+    assert grammask.generate(model, "[", compiled, max_tokens=3).stats.tokens <= 3
     assert dec.generate(model, "[", None, max_tokens=3).stats.mask_seconds == 0
 
 
