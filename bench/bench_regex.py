@@ -22,13 +22,13 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
 
-from conftest import get_vocab  # noqa: E402
-from test_regex_frontend import REGEXES  # noqa: E402
+from conftest import get_vocab
+from test_regex_frontend import REGEXES
 
-from grammask.bitmask import bitmask_to_bool, bitmask_words  # noqa: E402
-from grammask.compiled import compile as compile_grammar  # noqa: E402
-from grammask.grammar.regex_frontend import grammar_from_regex  # noqa: E402
-from grammask.sampler import SentenceSampler  # noqa: E402
+from grammask.bitmask import bitmask_to_bool, bitmask_words
+from grammask.compiled import compile as compile_grammar
+from grammask.grammar.regex_frontend import grammar_from_regex
+from grammask.sampler import SentenceSampler
 
 
 def outlines_vocabulary(vocab):

@@ -24,12 +24,12 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
 sys.path.insert(0, str(ROOT / "bench"))
 
-from conftest import get_tokenizer_dir, get_vocab  # noqa: E402
-from peers import PeerTokenizer, _llg_tokenizer  # noqa: E402
+from conftest import get_tokenizer_dir, get_vocab
+from peers import PeerTokenizer, _llg_tokenizer
 
-from grammask.bitmask import bitmask_to_bool, bitmask_words  # noqa: E402
-from grammask.compiled import compile as compile_grammar  # noqa: E402
-from grammask.grammar.json_schema import grammar_from_json_schema  # noqa: E402
+from grammask.bitmask import bitmask_to_bool, bitmask_words
+from grammask.compiled import compile as compile_grammar
+from grammask.grammar.json_schema import grammar_from_json_schema
 
 JME_DIR = ROOT.parent / "shared" / "data" / "json-mode-eval"
 

@@ -24,13 +24,13 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 DEFAULT_SUITE = HERE.parent.parent / "shared" / "data" / "json-schema-test-suite" / "draft2020-12"
 
-from lark import Token  # noqa: E402
-from lark.exceptions import UnexpectedInput  # noqa: E402
+from lark import Token
+from lark.exceptions import UnexpectedInput
 
-from grammask.automata.lexer import build_lexer  # noqa: E402
-from grammask.errors import GrammaskError, TokenRejectedError  # noqa: E402
-from grammask.grammar.json_schema import grammar_from_json_schema  # noqa: E402
-from grammask.grammar.lark_export import lark_parser, lark_terminal_name  # noqa: E402
+from grammask.automata.lexer import build_lexer
+from grammask.errors import GrammaskError, TokenRejectedError
+from grammask.grammar.json_schema import grammar_from_json_schema
+from grammask.grammar.lark_export import lark_parser, lark_terminal_name
 
 
 def lex_all(lexer, data: bytes) -> list[int] | None:

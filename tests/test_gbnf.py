@@ -9,18 +9,22 @@ from __future__ import annotations
 import random
 
 import pytest
+from json_schema_suite import lex_all
 from lark import Lark, Token
 from lark.exceptions import LarkError, UnexpectedInput
 
 from grammask.automata.lexer import build_lexer
 from grammask.automata.regex import Alt, Chars, Concat, Repeat
-from grammask.errors import GrammarConflictError, GrammarSyntaxError, UndefinedSymbolError
+from grammask.errors import (
+    GrammarConflictError,
+    GrammarSyntaxError,
+    UndefinedSymbolError,
+)
 from grammask.grammar import gbnf
 from grammask.grammar.gbnf import grammar_from_gbnf
 from grammask.grammar.lark_export import lark_parser, lark_terminal_name
 from grammask.grammar.regex_frontend import render_ranges
 from grammask.sampler import SentenceSampler, mutate
-from json_schema_suite import lex_all
 
 JSON_GBNF = r"""
 root   ::= object

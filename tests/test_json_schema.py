@@ -10,15 +10,19 @@ from pathlib import Path
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from json_schema_suite import ReferenceChecker
 
 from grammask.compiled import compile
-from grammask.errors import EmptyLanguageError, TokenRejectedError, UnsupportedSchemaError
+from grammask.errors import (
+    EmptyLanguageError,
+    TokenRejectedError,
+    UnsupportedSchemaError,
+)
 from grammask.grammar.json_schema import grammar_from_json_schema
 from grammask.grammar.json_schema.formats import FORMATS
 from grammask.grammar.json_schema.numbers import NumberSet
 from grammask.grammar.json_schema.strings import StringSet
 from grammask.grammar.regex_frontend import parse_pattern
-from json_schema_suite import ReferenceChecker
 
 JME_DIR = Path(__file__).resolve().parent.parent.parent / "shared" / "data" / "json-mode-eval"
 JME = sorted(JME_DIR.glob("JME_*.json"), key=lambda p: int(p.stem.split("_")[1]))

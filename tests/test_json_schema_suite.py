@@ -11,7 +11,6 @@ from __future__ import annotations
 import re
 
 import pytest
-
 from json_schema_suite import DEFAULT_SUITE, MatcherChecker, ReferenceChecker, run_suite
 
 pytestmark = pytest.mark.skipif(not DEFAULT_SUITE.is_dir(), reason=f"test suite not found at {DEFAULT_SUITE}")

@@ -10,12 +10,17 @@ from lark.exceptions import GrammarError as LarkGrammarError
 from lark.exceptions import UnexpectedToken
 
 from grammask.grammar import Grammar, Rule, Terminal
-from grammask.grammar.lark_export import lark_parser, lark_rule_name, lark_terminal_name, to_lark_text
+from grammask.grammar.lark_export import (
+    lark_parser,
+    lark_rule_name,
+    lark_terminal_name,
+    to_lark_text,
+)
 
 
 def _same(a: Grammar, b: Grammar) -> None:
     """Equal up to Lark's renaming of names it would not accept back."""
-    terms = lambda g: {(lark_terminal_name(t.name), t.pattern, t.literal, t.priority) for t in g.terminals}  # noqa: E731
+    terms = lambda g: {(lark_terminal_name(t.name), t.pattern, t.literal, t.priority) for t in g.terminals}
     assert terms(a) == terms(b)
     names = set(a.terminal_names)
 

@@ -7,14 +7,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 from conftest import TOKENIZERS, get_compiled, get_vocab
-
 from lark import Lark
 from lark.exceptions import LarkError
 
 from grammask import Grammar, Vocabulary, compile
 from grammask.bitmask import allocate_bitmask, bitmask_to_bool
-from grammask.grammar.builtin import builtin_source
 from grammask.errors import MatcherStateError, TokenOutOfRangeError, TokenRejectedError
+from grammask.grammar.builtin import builtin_source
 
 BENCH = Path(__file__).parent.parent / "bench" / "data"
 DOCUMENTS = {"json": BENCH / "document.json", "c": BENCH / "sample.c"}

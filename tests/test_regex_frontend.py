@@ -12,12 +12,20 @@ import random
 import re
 
 import pytest
+from json_schema_suite import lex_all
 
 from grammask.automata.lexer import build_lexer
-from grammask.errors import EmptyLanguageError, TokenRejectedError, UnsupportedRegexError
-from grammask.grammar.regex_frontend import grammar_from_regex, parse_pattern, render_regex
+from grammask.errors import (
+    EmptyLanguageError,
+    TokenRejectedError,
+    UnsupportedRegexError,
+)
+from grammask.grammar.regex_frontend import (
+    grammar_from_regex,
+    parse_pattern,
+    render_regex,
+)
 from grammask.sampler import SentenceSampler, mutate
-from json_schema_suite import lex_all
 
 REGEXES = [
     r"[a-z]+",
@@ -244,6 +252,6 @@ def test_ecma_dialect_search_semantics():
     inner = render_regex(parse_pattern("b", dialect="ecma", search=True))
     assert re.fullmatch(inner, "abc") and not re.fullmatch(inner, "ac")
     dot = render_regex(parse_pattern("^.$", dialect="ecma", search=True))
-    assert re.fullmatch(dot, "x", re.S) and not re.fullmatch(dot, "\u2028", re.S)
+    assert re.fullmatch(dot, "x", re.DOTALL) and not re.fullmatch(dot, "\u2028", re.DOTALL)
     with pytest.raises(UnsupportedRegexError, match="inline flags"):
         parse_pattern("(?i)a", dialect="ecma")

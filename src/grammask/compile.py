@@ -11,16 +11,16 @@ list, checked against the real stack at decoding time; NEVER classes are dropped
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 import logging
 import time
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from grammask.automata.lexer import LexerAutomaton, build_lexer
 from grammask.bitmask import bitmask_words
+from grammask.classes import ClassTable, ClassTokens, StateClasses, group_walk
 from grammask.grammar.ir import Grammar
 from grammask.parser.kernels import (
     ALWAYS,
@@ -31,7 +31,6 @@ from grammask.parser.kernels import (
     mask_from_classes,
 )
 from grammask.parser.tables import ERROR, ParseTables, build_parse_tables
-from grammask.classes import ClassTable, ClassTokens, StateClasses, group_walk
 from grammask.spanner import SequenceTable, TrieWalk, VocabTrie, walk_alive
 
 if TYPE_CHECKING:

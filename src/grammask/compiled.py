@@ -7,8 +7,6 @@ of the process. A corrupt or stale cache file is reported in the log and rebuilt
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 import copy
 import dataclasses
 import hashlib
@@ -17,12 +15,19 @@ import threading
 import time
 from functools import cached_property
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from grammask.automata.lexer import LexerAutomaton
 from grammask.cache import load_arrays, save_arrays
-from grammask.compile import FORMAT_VERSION, CompileStats, MaskTables, build_front, build_mask_tables
+from grammask.compile import (
+    FORMAT_VERSION,
+    CompileStats,
+    MaskTables,
+    build_front,
+    build_mask_tables,
+)
 from grammask.errors import CacheError
 from grammask.fetch import cache_dir
 from grammask.grammar.ir import Grammar
@@ -37,7 +42,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("grammask")
 
-_memory: dict[str, "CompiledGrammar"] = {}
+_memory: dict[str, CompiledGrammar] = {}
 _tries: dict[str, VocabTrie] = {}
 _lock = threading.Lock()
 
@@ -66,7 +71,7 @@ class CompiledGrammar:
         self.notes: tuple[str, ...] = _notes(grammar)
         """What the grammar's front end could not enforce (e.g. schema keywords dropped with ``strict=False``)."""
 
-    def matcher(self, max_tokens: int | None = None) -> "Matcher":
+    def matcher(self, max_tokens: int | None = None) -> Matcher:
         """A fresh matcher at the start of a document.
 
         ``max_tokens``: a budget ``N`` on the whole output, EOS included; the masks then keep a complete
@@ -89,11 +94,11 @@ class CompiledGrammar:
         return LRRunner(self.tables)
 
     @cached_property
-    def runtime(self) -> "Runtime":
+    def runtime(self) -> Runtime:
         return Runtime(self)
 
     @cached_property
-    def budget_runtime(self) -> "BudgetRuntime":
+    def budget_runtime(self) -> BudgetRuntime:
         """The token-budget tables (computed on first use, cached on disk beside the compiled grammar)."""
         from grammask.budget import BudgetRuntime
 

@@ -15,8 +15,8 @@ import numpy as np
 
 from grammask.bitmask import bitmask_words
 from grammask.budget import TokenBudget
-from grammask.parser.kernels import add_marked_classes
 from grammask.errors import MatcherStateError, TokenOutOfRangeError, TokenRejectedError
+from grammask.parser.kernels import add_marked_classes
 
 _TERMINATED = -1
 # Stack states handed to the compiled class check; deeper stacks fall back to Python when needed.
@@ -35,8 +35,19 @@ class Matcher:
     only if a complete output within ``N`` tokens still follows it; see :mod:`grammask.budget`.
     """
 
-    __slots__ = ("compiled", "_rt", "_runner", "_lexer", "_lexstate", "_stack", "_history", "_mask", "_mask_key",
-                 "_budget", "_costs")
+    __slots__ = (
+        "_budget",
+        "_costs",
+        "_history",
+        "_lexer",
+        "_lexstate",
+        "_mask",
+        "_mask_key",
+        "_rt",
+        "_runner",
+        "_stack",
+        "compiled",
+    )
 
     def __init__(self, compiled, max_tokens: int | None = None):
         self.compiled = compiled
@@ -250,7 +261,7 @@ class Matcher:
         self._lexstate, self._stack = self._history[-k]
         del self._history[-k:]
 
-    def fork(self) -> "Matcher":
+    def fork(self) -> Matcher:
         """An independent matcher in the same state (shares the immutable stacks)."""
         other = Matcher.__new__(Matcher)
         for name in Matcher.__slots__:

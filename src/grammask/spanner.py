@@ -14,9 +14,8 @@ the arrays returned here by grouping tokens on ``(E, Prod(q'))``.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numba as nb
 import numpy as np
@@ -47,7 +46,7 @@ class VocabTrie:
     node_tok_ptr: np.ndarray
 
     @classmethod
-    def from_vocab(cls, vocab: Vocabulary) -> "VocabTrie":
+    def from_vocab(cls, vocab: Vocabulary) -> VocabTrie:
         ids = [i for i, b in enumerate(vocab.tokens) if b]
         ids.sort(key=vocab.tokens.__getitem__)
         texts = [vocab.tokens[i] for i in ids]

@@ -278,7 +278,7 @@ class Vocabulary:
     Immutable once built.
     """
 
-    __slots__ = ("_tokens", "_eos_ids", "_n_logits", "_special_ids", "_name", "_tokenizer", "_fingerprint")
+    __slots__ = ("_eos_ids", "_fingerprint", "_n_logits", "_name", "_special_ids", "_tokenizer", "_tokens")
 
     def __init__(
         self,

@@ -11,7 +11,11 @@ from pathlib import Path
 from grammask.errors import GrammarError
 from grammask.grammar.gbnf import grammar_from_gbnf
 from grammask.grammar.ir import Grammar
-from grammask.grammar.json_schema import PROPERTY_ORDERS, WHITESPACE_POLICIES, grammar_from_json_schema
+from grammask.grammar.json_schema import (
+    PROPERTY_ORDERS,
+    WHITESPACE_POLICIES,
+    grammar_from_json_schema,
+)
 from grammask.grammar.regex_frontend import grammar_from_regex
 
 

@@ -17,8 +17,20 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from grammask.automata.regex import Alt, Chars, Concat, Node, Repeat
-from grammask.automata.utf8 import SCALARS, CodeRanges, complement, difference, normalize, scalars_only
-from grammask.errors import EmptyLanguageError, GrammarConflictError, GrammarSyntaxError, UndefinedSymbolError
+from grammask.automata.utf8 import (
+    SCALARS,
+    CodeRanges,
+    complement,
+    difference,
+    normalize,
+    scalars_only,
+)
+from grammask.errors import (
+    EmptyLanguageError,
+    GrammarConflictError,
+    GrammarSyntaxError,
+    UndefinedSymbolError,
+)
 from grammask.grammar.ir import Grammar, Rule, Terminal
 from grammask.grammar.json_schema.automaton import dfa_from_ast
 from grammask.grammar.regex_frontend import (

@@ -100,7 +100,7 @@ class Grammar:
     # Front ends live in their own modules; these are the public doors to them.
 
     @classmethod
-    def from_lark(cls, text: str, *, start: str = "start", name: str = "lark") -> "Grammar":
+    def from_lark(cls, text: str, *, start: str = "start", name: str = "lark") -> Grammar:
         """Load a grammar written in Lark's EBNF (``%import common``, ``%ignore``, priorities)."""
         from grammask.grammar.lark_frontend import grammar_from_lark
 
@@ -116,7 +116,7 @@ class Grammar:
         additional_properties: bool = True,
         strict: bool = True,
         name: str = "json_schema",
-    ) -> "Grammar":
+    ) -> Grammar:
         """A grammar for the JSON documents a JSON Schema (draft 2020-12) accepts.
 
         ``whitespace``: ``"compact"`` (bounded optional whitespace), ``"any"`` (RFC 8259) or an
@@ -137,27 +137,27 @@ class Grammar:
         )
 
     @classmethod
-    def from_regex(cls, pattern: str, *, name: str = "regex") -> "Grammar":
+    def from_regex(cls, pattern: str, *, name: str = "regex") -> Grammar:
         """A grammar whose sentences are the strings ``re.fullmatch(pattern, s)`` accepts."""
         from grammask.grammar.regex_frontend import grammar_from_regex
 
         return grammar_from_regex(pattern, name=name)
 
     @classmethod
-    def from_gbnf(cls, text: str, *, start: str = "root", name: str = "gbnf") -> "Grammar":
+    def from_gbnf(cls, text: str, *, start: str = "root", name: str = "gbnf") -> Grammar:
         """Load a llama.cpp GBNF grammar."""
         from grammask.grammar.gbnf import grammar_from_gbnf
 
         return grammar_from_gbnf(text, start=start, name=name)
 
     @classmethod
-    def builtin(cls, name: str) -> "Grammar":
+    def builtin(cls, name: str) -> Grammar:
         """A grammar shipped with grammask: ``json`` (RFC 8259) or ``c`` (a C subset)."""
         from grammask.grammar.builtin import load_builtin
 
         return load_builtin(name)
 
     @classmethod
-    def json(cls) -> "Grammar":
+    def json(cls) -> Grammar:
         """The built-in RFC 8259 JSON grammar."""
         return cls.builtin("json")

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import re
-
 from contextlib import contextmanager
 
 from lark import exceptions as lark_exc

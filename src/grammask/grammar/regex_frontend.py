@@ -14,7 +14,13 @@ import sys
 
 from grammask.automata import regex as engine_regex
 from grammask.automata.regex import Alt, Chars, Concat, Node, Repeat
-from grammask.automata.utf8 import SCALARS, CodeRanges, complement, normalize, scalars_only, union
+from grammask.automata.utf8 import (
+    SCALARS,
+    CodeRanges,
+    complement,
+    normalize,
+    union,
+)
 from grammask.errors import EmptyLanguageError, UnsupportedRegexError
 from grammask.grammar.ir import Grammar, Rule, Terminal
 

@@ -6,17 +6,17 @@ stack can be kept, forked or rolled back for free: nothing is ever mutated.
 
 from __future__ import annotations
 
-from typing import Optional, Tuple
+from typing import Optional
 
 from grammask.parser.tables import ERROR, ParseTables
 
-Stack = Tuple[int, Optional["Stack"]]
+Stack = tuple[int, Optional["Stack"]]
 
 
 class LRRunner:
     """Feeds terminals to persistent LR stacks using a grammar's :class:`ParseTables`."""
 
-    __slots__ = ("tables", "action", "goto", "rule_len", "rule_lhs", "end", "initial")
+    __slots__ = ("action", "end", "goto", "initial", "rule_len", "rule_lhs", "tables")
 
     def __init__(self, tables: ParseTables):
         self.tables = tables

@@ -10,7 +10,13 @@ from grammask.grammar.ir import Rule, Terminal
 from grammask.grammar.json_schema.family import Family
 from grammask.grammar.json_schema.numbers import NumberSet
 from grammask.grammar.json_schema.reader import MAX_ANY_ORDER, SchemaReader
-from grammask.grammar.json_schema.shapes import ArrayShape, ExtraRule, Node, ObjectShape, extras_value
+from grammask.grammar.json_schema.shapes import (
+    ArrayShape,
+    ExtraRule,
+    Node,
+    ObjectShape,
+    extras_value,
+)
 from grammask.grammar.json_schema.strings import StringSet
 
 MAX_INDENT_DEPTH = 16
@@ -23,7 +29,7 @@ class Layout:
 
     depth: int | None
 
-    def child(self) -> "Layout":
+    def child(self) -> Layout:
         if self.depth is None or self.depth + 1 > MAX_INDENT_DEPTH:
             return COMPACT
         return Layout(self.depth + 1)

@@ -15,14 +15,17 @@ bounded set admits none (``1e3`` must then be written ``1000``).
 from __future__ import annotations
 
 import math
-from decimal import Decimal
 from dataclasses import dataclass
+from decimal import Decimal
 from fractions import Fraction
 from functools import lru_cache
 
-from grammask.grammar.json_schema.automaton import dfa_to_ast, product
-from grammask.grammar.json_schema.automaton import dfa_from_ast
-from grammask.grammar.json_schema.digits import decimal_digit, fixed_width_ranges, render_sequences
+from grammask.grammar.json_schema.automaton import dfa_from_ast, dfa_to_ast, product
+from grammask.grammar.json_schema.digits import (
+    decimal_digit,
+    fixed_width_ranges,
+    render_sequences,
+)
 from grammask.grammar.regex_frontend import is_nothing, parse_pattern, render_regex
 
 FORMS = ("int", "zdec", "ndec", "exp")
@@ -46,7 +49,7 @@ class Interval:
             return False
         return self.lo > self.hi or (self.lo == self.hi and not (self.lo_closed and self.hi_closed))
 
-    def intersect(self, other: "Interval") -> "Interval":
+    def intersect(self, other: Interval) -> Interval:
         lo, lo_closed = max(_lower(self), _lower(other), key=_lower_key)
         hi, hi_closed = min(_upper(self), _upper(other), key=_upper_key)
         return Interval(lo, lo_closed, hi, hi_closed)
@@ -123,7 +126,7 @@ class NumberSet:
     parts: tuple[tuple[str, Intervals], ...]
 
     @classmethod
-    def of(cls, by_form: dict[str, list[Interval] | Intervals]) -> "NumberSet":
+    def of(cls, by_form: dict[str, list[Interval] | Intervals]) -> NumberSet:
         parts = []
         for form in FORMS:
             intervals = _normalize(form, by_form.get(form, ()))
@@ -134,19 +137,19 @@ class NumberSet:
         return cls(tuple(parts))
 
     @classmethod
-    def numbers(cls) -> "NumberSet":
+    def numbers(cls) -> NumberSet:
         return cls.of({form: [EVERYTHING] for form in FORMS})
 
     @classmethod
-    def integers(cls) -> "NumberSet":
+    def integers(cls) -> NumberSet:
         return cls.of({form: [EVERYTHING] for form in INTEGER_FORMS})
 
     @classmethod
-    def empty(cls) -> "NumberSet":
+    def empty(cls) -> NumberSet:
         return cls(())
 
     @classmethod
-    def equal_to(cls, value: int | float) -> "NumberSet":
+    def equal_to(cls, value: float) -> NumberSet:
         """The lexemes ``json.loads`` reads as a number equal to ``value``."""
         exact = Fraction(value)
         by_form: dict[str, list[Interval]] = {"int": [Interval(exact, True, exact, True)]}
@@ -157,7 +160,7 @@ class NumberSet:
         return cls.of(by_form)
 
     @classmethod
-    def bounded(cls, op: str, bound: int | float) -> "NumberSet":
+    def bounded(cls, op: str, bound: float) -> NumberSet:
         """The lexemes whose value satisfies ``value op bound`` (``op`` one of ``>= > <= <``)."""
         exact = Fraction(bound)
         up = op in (">=", ">")
@@ -176,7 +179,7 @@ class NumberSet:
     def is_empty(self) -> bool:
         return not self.parts
 
-    def intersect(self, other: "NumberSet") -> "NumberSet":
+    def intersect(self, other: NumberSet) -> NumberSet:
         mine, theirs = self.forms(), other.forms()
         return NumberSet.of(
             {
@@ -186,11 +189,11 @@ class NumberSet:
             }
         )
 
-    def union(self, other: "NumberSet") -> "NumberSet":
+    def union(self, other: NumberSet) -> NumberSet:
         mine, theirs = self.forms(), other.forms()
         return NumberSet.of({form: list(mine.get(form, ())) + list(theirs.get(form, ())) for form in FORMS})
 
-    def complement(self) -> "NumberSet":
+    def complement(self) -> NumberSet:
         """The number lexemes not in the set (``exp`` lexemes only when the set has none of them)."""
         mine = self.forms()
         out: dict[str, list[Interval]] = {}
@@ -198,10 +201,10 @@ class NumberSet:
             out[form] = _complement(mine.get(form, ()))
         return NumberSet.of(out)
 
-    def is_subset(self, other: "NumberSet") -> bool:
+    def is_subset(self, other: NumberSet) -> bool:
         return self.minus_empty(other)
 
-    def minus_empty(self, other: "NumberSet") -> bool:
+    def minus_empty(self, other: NumberSet) -> bool:
         theirs = other.forms()
         for form, intervals in self.parts:
             rest = NumberSet.of({form: [a.intersect(b) for a in intervals for b in _complement(theirs.get(form, ()))]})
@@ -209,7 +212,7 @@ class NumberSet:
                 return False
         return True
 
-    def overlaps(self, other: "NumberSet") -> bool:
+    def overlaps(self, other: NumberSet) -> bool:
         return not self.intersect(other).is_empty()
 
     @property

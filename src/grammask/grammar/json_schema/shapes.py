@@ -51,7 +51,7 @@ class ArrayShape:
     def node_at(self, i: int) -> Node | None:
         return self.prefix[i] if i < len(self.prefix) else self.items
 
-    def merge(self, other: "ArrayShape") -> "ArrayShape":
+    def merge(self, other: ArrayShape) -> ArrayShape:
         max_items = _min_bound(self.max_items, other.max_items)
         prefix = []
         for i in range(max(len(self.prefix), len(other.prefix))):
@@ -102,7 +102,7 @@ class ObjectShape:
                 return node
         return _extras_value(self.extras, lambda rule: rule.value_for(name), allow_implicit=True)
 
-    def merge(self, other: "ObjectShape") -> "ObjectShape":
+    def merge(self, other: ObjectShape) -> ObjectShape:
         names = [p for p, _ in self.props] + [p for p, _ in other.props if p not in dict(self.props)]
         props = tuple((n, join(self.value_for(n), other.value_for(n))) for n in names)
         return ObjectShape(props, self.required | other.required, self.extras + other.extras, self.names.intersect(other.names))
@@ -145,10 +145,10 @@ class Shape:
     objects: tuple[ObjectShape, ...] = ()
 
     @classmethod
-    def anything(cls) -> "Shape":
+    def anything(cls) -> Shape:
         return cls(True, frozenset({True, False}), NumberSet.numbers(), (StringSet.everything(),), (ArrayShape(),), (ObjectShape(),))
 
-    def intersect(self, other: "Shape") -> "Shape":
+    def intersect(self, other: Shape) -> Shape:
         strings = [a.intersect(b) for a in self.strings for b in other.strings]
         objects = [a.merge(b) for a in self.objects for b in other.objects]
         return Shape(
@@ -160,7 +160,7 @@ class Shape:
             _unique(o for o in objects if not o.is_unsatisfiable()),
         )
 
-    def union(self, other: "Shape") -> "Shape":
+    def union(self, other: Shape) -> Shape:
         return Shape(
             self.null or other.null,
             self.booleans | other.booleans,

@@ -17,8 +17,18 @@ from functools import cached_property
 
 from grammask.automata.regex import Alt, Chars, Node, Repeat
 from grammask.automata.utf8 import SCALARS, CodeRanges, difference, normalize
-from grammask.grammar.json_schema.automaton import CharDFA, dfa_from_ast, dfa_to_ast, is_subset, product
-from grammask.grammar.json_schema.digits import fixed_width_ranges, hex_digit, render_sequences
+from grammask.grammar.json_schema.automaton import (
+    CharDFA,
+    dfa_from_ast,
+    dfa_to_ast,
+    is_subset,
+    product,
+)
+from grammask.grammar.json_schema.digits import (
+    fixed_width_ranges,
+    hex_digit,
+    render_sequences,
+)
 from grammask.grammar.regex_frontend import NOTHING, concat, render_ranges, render_regex
 
 _RAW = difference(normalize([(0x20, 0x21), (0x23, 0x5B), (0x5D, 0x10FFFF)]), ((0xD800, 0xDFFF),))
@@ -89,21 +99,21 @@ class StringSet:
             self.__dict__["dfa"] = dfa
 
     @classmethod
-    def everything(cls) -> "StringSet":
+    def everything(cls) -> StringSet:
         return cls("all")
 
     @classmethod
-    def literal(cls, text: str) -> "StringSet":
+    def literal(cls, text: str) -> StringSet:
         return cls("literal", text=text)
 
     @classmethod
-    def regular(cls, node: Node) -> "StringSet":
+    def regular(cls, node: Node) -> StringSet:
         """The language of ``node``, normalized to a literal or the empty set where it is one."""
         dfa = dfa_from_ast(node)
         return cls._from_dfa(dfa, node)
 
     @classmethod
-    def _from_dfa(cls, dfa: CharDFA, node: Node | None = None) -> "StringSet":
+    def _from_dfa(cls, dfa: CharDFA, node: Node | None = None) -> StringSet:
         if dfa.is_empty():
             return cls("empty")
         single = dfa.single_string
@@ -112,7 +122,7 @@ class StringSet:
         return cls("regular", node=node, dfa=dfa)
 
     @classmethod
-    def length(cls, min_length: int, max_length: int | None) -> "StringSet":
+    def length(cls, min_length: int, max_length: int | None) -> StringSet:
         if min_length == 0 and max_length is None:
             return cls.everything()
         return cls.regular(Repeat(Chars(SCALARS), min_length, max_length))
@@ -151,7 +161,7 @@ class StringSet:
             return text == self.text
         return self.dfa.accepts(text)
 
-    def intersect(self, other: "StringSet") -> "StringSet":
+    def intersect(self, other: StringSet) -> StringSet:
         if self.kind == "all" or other.kind == "empty":
             return other
         if other.kind == "all" or self.kind == "empty":
@@ -162,7 +172,7 @@ class StringSet:
             return other if self.contains(other.text) else StringSet("empty")
         return StringSet._from_dfa(product(self.dfa, other.dfa, "and"))
 
-    def minus(self, other: "StringSet") -> "StringSet":
+    def minus(self, other: StringSet) -> StringSet:
         """The members not in ``other`` (strings with lone surrogates are dropped from a complement)."""
         if other.kind == "all" or self.kind == "empty":
             return StringSet("empty")
@@ -172,7 +182,7 @@ class StringSet:
             return StringSet("empty") if other.contains(self.text) else self
         return StringSet._from_dfa(product(self.dfa, other.dfa, "minus"))
 
-    def is_subset(self, other: "StringSet") -> bool:
+    def is_subset(self, other: StringSet) -> bool:
         if self.kind == "empty" or other.kind == "all":
             return True
         if self.kind == "all":
@@ -183,7 +193,7 @@ class StringSet:
             return False
         return is_subset(self.dfa, other.dfa)
 
-    def overlaps(self, other: "StringSet") -> bool:
+    def overlaps(self, other: StringSet) -> bool:
         return not self.intersect(other).is_empty()
 
     def lexeme(self) -> tuple[str, str | None]:
