@@ -171,13 +171,13 @@ def _raised_note(results: list[Result]) -> str:
 
 def report(results: list[Result]) -> str:
     lines = [
-        (f"JSON-Mode-Eval, {len({r.schema for r in results})} schemas, default model (SmolLM2-135M-Instruct), "
+        (f"JSON-Mode-Eval, up to {len({r.schema for r in results})} schemas, default model (SmolLM2-135M-Instruct), "
          "budget floor(1.1 x ground-truth tokens), EOS counted in the budget."),
         PROMPT_NOTE,
         _raised_note(results),
         "",
-        "| decoding | masks | Syntax | Schema | Exact-match | cut off | mean tokens | ms/token |",
-        "|---|---|---|---|---|---|---|---|",
+        "| decoding | masks | schemas | Syntax | Schema | Exact-match | cut off | mean tokens | ms/token |",
+        "|---|---|---|---|---|---|---|---|---|",
     ]
     for label in dict.fromkeys(r.strategy for r in results):
         for budgeted in (False, True):
@@ -187,7 +187,7 @@ def report(results: list[Result]) -> str:
             n = len(rows)
             cut = sum(r.stop_reason == "max_tokens" and not r.syntax for r in rows)
             lines.append(
-                f"| {label} | {'schema + budget' if budgeted else 'schema, cut at budget'} "
+                f"| {label} | {'schema + budget' if budgeted else 'schema, cut at budget'} | {n} "
                 f"| {100 * sum(r.syntax for r in rows) / n:.0f}% | {100 * sum(r.valid for r in rows) / n:.0f}% "
                 f"| {100 * sum(r.exact for r in rows) / n:.0f}% | {cut} | {statistics.mean(r.tokens for r in rows):.1f} "
                 f"| {statistics.mean(r.ms_per_token for r in rows):.1f} |"
