@@ -122,7 +122,7 @@ def run(args: argparse.Namespace) -> int:
 
     model = load_default_model()
     cases = []
-    for i in range(args.schemas):
+    for i in args.ids if args.ids is not None else range(args.schemas):
         case = json.loads((JME / f"JME_{i}.json").read_text())
         schema, truth = case["schema"], case["tests"][0]["data"]
         compact = json.dumps(truth, separators=(",", ":"), ensure_ascii=False)
@@ -286,6 +286,7 @@ def main(argv: list[str] | None = None) -> int:
     sub = parser.add_subparsers(dest="command")
     p = sub.add_parser("run", help="the JSON-Mode-Eval experiment (default)")
     p.add_argument("--schemas", type=int, default=100, help="use JME_0 .. JME_{N-1} (default 100)")
+    p.add_argument("--ids", type=int, nargs="+", help="use these JME numbers instead (e.g. short ones for MCTS)")
     p.add_argument("--strategies", nargs="+", default=["greedy", "beam", "mcts"], choices=["greedy", "beam", "mcts"])
     p.add_argument("--mcts-trials", type=int, default=20, help="MCTS trials per token (paper: 20)")
     p.add_argument("--threads", type=int, default=1, help="torch CPU threads (default 1)")
