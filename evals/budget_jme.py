@@ -140,8 +140,8 @@ def run(args: argparse.Namespace) -> int:
         log.write_text("")
     started = time.perf_counter()
     for label, strategy in strategies(args.strategies, args.mcts_trials).items():
-        for budgeted in (False, True):
-            for i, schema, truth, asked, budget, compiled, prompt in cases:
+        for i, schema, truth, asked, budget, compiled, prompt in cases:
+            for budgeted in (False, True):  # both conditions per schema, so a stopped run compares like with like
                 if (i, label, budgeted) in done:
                     continue
                 matcher = compiled.matcher(max_tokens=budget) if budgeted else compiled.matcher()
