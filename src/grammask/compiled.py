@@ -10,6 +10,7 @@ from __future__ import annotations
 import copy
 import dataclasses
 import hashlib
+import itertools
 import logging
 import threading
 import time
@@ -126,7 +127,7 @@ class Runtime:
         self.pair_marks = [t.marks[mptr[m] : mptr[m + 1]] for m in t.pair_marks.tolist()]
         sptr = t.state_ptr.tolist()
         self.state_classes = [
-            (t.state_class[a:b], t.state_lcp[a:b], t.state_dep[a:b]) for a, b in zip(sptr, sptr[1:])
+            (t.state_class[a:b], t.state_lcp[a:b], t.state_dep[a:b]) for a, b in itertools.pairwise(sptr)
         ]
         self.class_tables = (t.class_seq_ptr, t.class_seq_terms, t.class_follow, t.follow_ptr, t.follow_terms,
                              t.follow_any)

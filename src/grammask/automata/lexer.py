@@ -18,6 +18,7 @@ the others and then dropped before the parser. Zero-width terminals are not allo
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from functools import cached_property
 
@@ -128,7 +129,7 @@ def _tie_key(t: Terminal) -> tuple:
 def _max_width(pattern: str) -> int:
     try:
         return int(min(sre_parse.parse(pattern).getwidth()[1], sre_parse.MAXREPEAT))
-    except Exception:
+    except (re.error, OverflowError, RecursionError):
         return 0
 
 

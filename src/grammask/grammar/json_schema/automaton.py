@@ -9,6 +9,7 @@ Transitions are labelled with disjoint code point ranges.
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass
 from functools import cached_property
 
@@ -145,7 +146,7 @@ def _split_ranges(labelled: list[tuple[int, int, int]]) -> list[tuple[int, int, 
     """Cut overlapping labelled ranges into disjoint pieces, each with the labels covering it."""
     points = sorted({lo for lo, _, _ in labelled} | {hi + 1 for _, hi, _ in labelled})
     out = []
-    for a, b in zip(points, points[1:]):
+    for a, b in itertools.pairwise(points):
         labels = frozenset(t for lo, hi, t in labelled if lo <= a and b - 1 <= hi)
         if labels:
             out.append((a, b - 1, labels))

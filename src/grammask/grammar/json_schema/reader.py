@@ -269,9 +269,7 @@ class _KeywordReader:
             return value == {}
         if keyword in ("unevaluatedProperties", "unevaluatedItems"):
             return value is True or value == {}
-        if keyword == "$dynamicAnchor":
-            return True
-        return False
+        return keyword == "$dynamicAnchor"
 
     # --- types ---------------------------------------------------------------------------
 
