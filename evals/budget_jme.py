@@ -24,6 +24,7 @@ fresh process reading the files the first one wrote).
 
     python evals/budget_jme.py                                  # everything (MCTS dominates: hours on CPU)
     python evals/budget_jme.py run --schemas 20 --strategies greedy beam
+    python evals/budget_jme.py run --strategies mcts --together 50   # MCTS, 50 runs sharing each forward pass
     python evals/budget_jme.py mask-time --tokenizers llama3
     python evals/budget_jme.py precompute --grammar c --tokenizer llama3
 """
@@ -140,12 +141,14 @@ def run(args: argparse.Namespace) -> int:
         log.write_text("")
     started = time.perf_counter()
     for label, strategy in strategies(args.strategies, args.mcts_trials).items():
-        for i, schema, truth, asked, budget, compiled, prompt in cases:
-            for budgeted in (False, True):  # both conditions per schema, so a stopped run compares like with like
-                if (i, label, budgeted) in done:
-                    continue
-                matcher = compiled.matcher(max_tokens=budget) if budgeted else compiled.matcher()
-                out = strategy.decode(model, prompt, matcher, max_tokens=budget, seed=0)
+        # both conditions per schema side by side, so a stopped run compares like with like
+        jobs = [(case, budgeted) for case in cases for budgeted in (False, True) if (case[0], label, budgeted) not in done]
+        for first in range(0, len(jobs), args.together):
+            chunk = jobs[first : first + args.together]
+            matchers = [case[5].matcher(max_tokens=case[4]) if budgeted else case[5].matcher() for case, budgeted in chunk]
+            prompts = [case[6] for case, _ in chunk]
+            outs = strategy.decode_many(model, prompts, matchers, max_tokens=[case[4] for case, _ in chunk], seed=0)
+            for ((i, schema, truth, asked, budget, _, _), budgeted), out in zip(chunk, outs):
                 text = model.decode(out.tokens)
                 r = Result(i, label, budgeted, budget, asked, text, out.stats.tokens, out.stats.stop_reason,
                            *judge(text, schema, truth), out.stats.ms_per_token)
@@ -289,6 +292,13 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--ids", type=int, nargs="+", help="use these JME numbers instead (e.g. short ones for MCTS)")
     p.add_argument("--strategies", nargs="+", default=["greedy", "beam", "mcts"], choices=["greedy", "beam", "mcts"])
     p.add_argument("--mcts-trials", type=int, default=20, help="MCTS trials per token (paper: 20)")
+    p.add_argument(
+        "--together",
+        type=int,
+        default=1,
+        help="decode this many (schema, condition) runs side by side, sharing forward passes "
+        "(Strategy.decode_many); ms/token then counts each output's share of the passes",
+    )
     p.add_argument("--threads", type=int, default=1, help="torch CPU threads (default 1)")
     p.add_argument("--out", default="evals/results/budget_jme.md",
                    help="table file; every output goes beside it as .jsonl, one line per run")

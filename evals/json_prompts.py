@@ -10,6 +10,7 @@ full mask at every step, for the engine's raw cost.
 
     python evals/json_prompts.py                      # everything (long: MCTS dominates)
     python evals/json_prompts.py --prompts 5 --strategies greedy beam
+    python evals/json_prompts.py --strategies mcts --together 30   # MCTS on all prompts at once
 """
 
 from __future__ import annotations
@@ -114,7 +115,14 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--max-tokens", type=int, default=100)
     parser.add_argument("--mcts-trials", type=int, default=20, help="MCTS trials per token (paper: 20)")
-    parser.add_argument("--mcts-batch", type=int, default=5, help="MCTS trials per batched wave (1: sequential)")
+    parser.add_argument("--mcts-batch", type=int, default=1, help="MCTS trials per batched wave (1: sequential)")
+    parser.add_argument(
+        "--together",
+        type=int,
+        default=1,
+        help="decode this many prompts side by side, sharing forward passes (Strategy.decode_many); "
+        "ms/token then counts each output's share of the passes",
+    )
     parser.add_argument("--out", help="also write every output and figure to this JSON file")
     args = parser.parse_args(argv)
 
@@ -135,31 +143,33 @@ def main(argv: list[str] | None = None) -> int:
     started = perf_counter()
     for label, strategy, seed in runs(args.strategies, args.mcts_trials, args.mcts_batch):
         for constrained in (False, True):
-            for i, prompt in enumerate(prompts):
-                matcher = new_matcher(compiled, args.max_tokens) if constrained else None
-                out = strategy.decode(model, prompt, matcher, max_tokens=args.max_tokens, seed=seed)
-                text = model.decode(out.tokens)
-                s = out.stats
-                rows.append(
-                    Row(
-                        label,
-                        constrained,
-                        i,
-                        seed,
-                        text,
-                        s.tokens,
-                        s.stop_reason,
-                        parses(text),
-                        s.ms_per_token,
-                        s.mask_ms_per_token,
+            for first in range(0, len(prompts), args.together):
+                chunk = prompts[first : first + args.together]
+                matchers = [new_matcher(compiled, args.max_tokens) if constrained else None for _ in chunk]
+                outs = strategy.decode_many(model, chunk, matchers, max_tokens=args.max_tokens, seed=seed)
+                for i, out in enumerate(outs, start=first):
+                    text = model.decode(out.tokens)
+                    s = out.stats
+                    rows.append(
+                        Row(
+                            label,
+                            constrained,
+                            i,
+                            seed,
+                            text,
+                            s.tokens,
+                            s.stop_reason,
+                            parses(text),
+                            s.ms_per_token,
+                            s.mask_ms_per_token,
+                        )
                     )
-                )
-                print(
-                    f"[{perf_counter() - started:7.0f} s] {label:<18} {'json' if constrained else 'free':<4} prompt {i + 1:>2}: "
-                    f"{s.tokens:>3} tokens ({s.stop_reason}), {s.ms_per_token:6.1f} ms/token, "
-                    f"{'parses' if rows[-1].parses else 'no parse'}: {text[:60]!r}",
-                    flush=True,
-                )
+                    print(
+                        f"[{perf_counter() - started:7.0f} s] {label:<18} {'json' if constrained else 'free':<4} prompt {i + 1:>2}: "
+                        f"{s.tokens:>3} tokens ({s.stop_reason}), {s.ms_per_token:6.1f} ms/token, "
+                        f"{'parses' if rows[-1].parses else 'no parse'}: {text[:60]!r}",
+                        flush=True,
+                    )
     report(rows)
     if args.out:
         with open(args.out, "w") as f:

@@ -412,3 +412,61 @@ def test_generate_rejects_a_grammar_compiled_for_another_vocabulary():
     other = Vocabulary([None, b"[", b"]", b"1"], eos_ids=[0])
     with pytest.raises(GrammarError, match="compiled for vocabulary"):
         dec.generate(ToyTextModel(BigramModel.random(0).table), "[", compile(ONE_NUMBER, other, cache=False))
+
+
+class BatchRecording(BigramModel):
+    """The bigram model, logging the size of every forward pass."""
+
+    def __init__(self, table):
+        super().__init__(table)
+        self.batches = []
+
+    def extend(self, states, token_ids):
+        self.batches.append(len(states))
+        return super().extend(states, token_ids)
+
+
+@pytest.mark.parametrize(
+    "strategy",
+    [dec.Greedy(), dec.Sample(), dec.BeamSearch(3), dec.MCTS(trials=8), dec.MCTS(trials=8, batch=4)],
+    ids=["greedy", "sample", "beam", "mcts", "mcts-batched"],
+)
+@given(seed=st.integers(0, 10_000))
+@settings(max_examples=10, deadline=None)
+def test_decode_many_gives_each_prompt_what_decode_gives_alone(strategy, seed, compiled):
+    table = BigramModel.random(seed).table
+    prompts, limits = [[BOS], [3], [BOS, 7], [4]], [10, 4, 7, 1]
+    together = BatchRecording(table)
+    outs = strategy.decode_many(together, prompts, [compiled.matcher() for _ in prompts], max_tokens=limits, seed=seed)
+    alone_batches = []
+    for prompt, limit, out in zip(prompts, limits, outs):
+        model = BatchRecording(table)
+        alone = strategy.decode(model, prompt, compiled.matcher(), max_tokens=limit, seed=seed)
+        alone_batches += model.batches
+        assert out.tokens == alone.tokens and out.stats.stop_reason == alone.stats.stop_reason
+        assert out.stats.forward_passes == alone.stats.forward_passes
+        assert accepts_whole(compiled, out.tokens, out.stats.stop_reason)
+    assert sum(together.batches) == sum(alone_batches)
+    assert len(together.batches) <= len(alone_batches)
+
+
+def test_decode_many_batches_the_searches_forward_passes(compiled):
+    model = BatchRecording(BigramModel.random(5).table)
+    outs = dec.MCTS(trials=10).decode_many(model, [[BOS]] * 6, [compiled.matcher() for _ in range(6)], max_tokens=8)
+    assert len({tuple(o.tokens) for o in outs}) == 1
+    assert max(model.batches) == 6
+    assert sum(o.stats.model_seconds for o in outs) > 0 and all(o.stats.seconds > 0 for o in outs)
+
+
+@pytest.mark.parametrize(
+    "kwargs, message",
+    [
+        ({"prompts": [[BOS], [BOS]], "matchers": [None], "max_tokens": 3}, "2 prompts but 1 matchers"),
+        ({"prompts": [[BOS], [BOS]], "max_tokens": [3]}, "2 prompts but 1 max_tokens limits"),
+        ({"prompts": [[BOS], [BOS]], "max_tokens": [3, 0]}, "max_tokens must be at least 1"),
+        ({"prompts": [[BOS], []], "max_tokens": 3}, "a prompt has no tokens"),
+    ],
+)
+def test_decode_many_rejects_mismatched_arguments(kwargs, message):
+    with pytest.raises(DecodingError, match=message):
+        dec.Greedy().decode_many(BigramModel.random(0), **kwargs)

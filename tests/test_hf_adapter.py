@@ -189,6 +189,17 @@ def test_strategies_on_the_real_model_give_sentences_of_the_grammar(model, anima
     assert {first, second} <= {"cat", "dog", "bird", "horse", "fish"}
 
 
+def test_decode_many_batches_prompts_of_different_lengths_on_the_real_model(model, animals):
+    prompts = [model.encode_prompt(p) for p in ("Name two animals.", "Which two animals do you like best? Answer.")]
+    assert len(prompts[0]) != len(prompts[1])  # the batch is left-padded
+    outs = dec.Greedy().decode_many(model, prompts, [animals.matcher(), animals.matcher()], max_tokens=10)
+    for prompt, out in zip(prompts, outs):
+        assert out.stats.stop_reason == "eos"
+        assert_accepted_whole(animals, out.tokens + [2], model.eos_ids)
+        alone = dec.Greedy().decode(model, prompt, animals.matcher(), max_tokens=10)
+        assert model.decode(out.tokens) == model.decode(alone.tokens)
+
+
 def test_unknown_model_paths_are_reported(tmp_path):
     with pytest.raises(ModelError, match="no model at"):
         load_hf_model(tmp_path / "missing")

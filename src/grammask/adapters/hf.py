@@ -59,7 +59,8 @@ class HFModel:
 
     ``eos_ids`` default: the generation config's and tokenizer's EOS ids plus the special tokens among
     :data:`grammask.vocab.WELL_KNOWN_EOS_TOKENS` (for SmolLM2: ``<|im_end|>`` and ``<|endoftext|>``).
-    ``recent`` full caches are kept for fast extension (raise it for wide beams).
+    At least ``recent`` full caches are kept for fast extension, and twice the sequences of the last
+    batch, so that batched searches (wide beams, :meth:`~grammask.decoding.Strategy.decode_many`) find theirs.
     """
 
     def __init__(self, model: Any, tokenizer: Any, *, eos_ids: Iterable[int] | None = None, recent: int = 16):
@@ -69,6 +70,7 @@ class HFModel:
         self._eos_ids = frozenset(eos_ids) if eos_ids is not None else self._default_eos_ids()
         self._recent: OrderedDict[HFState, _KV] = OrderedDict()
         self._recent_size = recent
+        self._keep = recent
         self._vocab: Vocabulary | None = None
 
     @classmethod
@@ -151,6 +153,7 @@ class HFModel:
 
     def extend(self, states: Sequence[HFState], token_ids: Sequence[int]) -> list[HFState]:
         """One forward pass for all states; shorter sequences are left-padded and the padding masked out."""
+        self._keep = max(self._recent_size, 2 * len(states))
         fulls = [self._full_kv(s) for s in states]
         longest = max(s.length for s in states)
         pads = [longest - s.length for s in states]
@@ -208,7 +211,7 @@ class HFModel:
     def _remember(self, state: HFState, full: _KV) -> None:
         self._recent[state] = full
         self._recent.move_to_end(state)
-        while len(self._recent) > self._recent_size:
+        while len(self._recent) > self._keep:
             self._recent.popitem(last=False)
 
 

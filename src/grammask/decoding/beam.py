@@ -8,7 +8,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from grammask.decoding.model import ModelState
-from grammask.decoding.run import Guide, Run
+from grammask.decoding.run import Guide, Run, Search
 from grammask.decoding.strategy import Strategy, log_softmax
 from grammask.errors import DecodingError
 
@@ -54,7 +54,7 @@ class BeamSearch(Strategy):
 
     def _search(
         self, run: Run, prompt_ids: Sequence[int], guide: Guide, max_tokens: int, rng: np.random.Generator
-    ) -> tuple[list[int], str]:
+    ) -> Search:
         beams = [_Beam(run.start(prompt_ids), guide, (), 0.0)]
         finished: list[_Hypothesis] = []
         while beams:
@@ -78,7 +78,7 @@ class BeamSearch(Strategy):
                 if not finished:
                     return list(children[0].tokens), "max_tokens"
                 break
-            states = run.extend([c.state for c in children], [c.tokens[-1] for c in children])
+            states = yield from run.extend([c.state for c in children], [c.tokens[-1] for c in children])
             for child, state in zip(children, states):
                 child.state = state
             beams = children

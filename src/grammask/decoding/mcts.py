@@ -25,13 +25,13 @@ wave's expansions and simulations share batched forward passes. ``batch=1`` is t
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Generator, Iterable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
 from grammask.decoding.model import ModelState
-from grammask.decoding.run import Guide, Run
+from grammask.decoding.run import Forward, Guide, Run, Search
 from grammask.decoding.strategy import Strategy
 from grammask.errors import DecodingError
 
@@ -100,7 +100,7 @@ class MCTS(Strategy):
 
     def _search(
         self, run: Run, prompt_ids: Sequence[int], guide: Guide, max_tokens: int, rng: np.random.Generator
-    ) -> tuple[list[int], str]:
+    ) -> Search:
         root = _Node(None, -1, guide, 0, 0.0, end=False)
         root.state = run.start(prompt_ids)
         tokens: list[int] = []
@@ -108,7 +108,7 @@ class MCTS(Strategy):
             self._open(root)
             if len(root.allowed) > 1:
                 for start in range(0, self.trials, self.batch):
-                    self._wave(run, root, min(self.batch, self.trials - start), max_tokens)
+                    yield from self._wave(run, root, min(self.batch, self.trials - start), max_tokens)
                 visited = root.visits > 0
                 pick = int(np.lexsort((root.visits, np.where(visited, root.q, -np.inf)))[-1])
             else:
@@ -120,7 +120,7 @@ class MCTS(Strategy):
             if len(tokens) == max_tokens:
                 return tokens, "max_tokens"
             child = root.children.get(token) or self._child(root, token, max_tokens)
-            self._forward(run, [child])
+            yield from self._forward(run, [child])
             child.parent = None  # lets the rest of the old tree go
             root = child
 
@@ -136,12 +136,12 @@ class MCTS(Strategy):
         node.visits = np.zeros(len(node.allowed), dtype=np.int64)
         node.q = np.zeros(len(node.allowed))
 
-    def _wave(self, run: Run, root: _Node, size: int, max_tokens: int) -> None:
+    def _wave(self, run: Run, root: _Node, size: int, max_tokens: int) -> Generator[Forward, list[ModelState], None]:
         """``size`` trials: selections (each counting its visits at once), then their expansions and
         simulations in shared forward passes, then the backups."""
         trials = [self._select_path(root, max_tokens) for _ in range(size)]
-        self._forward(run, [leaf for _, leaf in trials])
-        self._simulate(run, {id(leaf): leaf for _, leaf in trials}.values(), max_tokens)
+        yield from self._forward(run, [leaf for _, leaf in trials])
+        yield from self._simulate(run, {id(leaf): leaf for _, leaf in trials}.values(), max_tokens)
         for path, leaf in trials:
             for node, i in path:
                 node.q[i] = max(node.q[i], leaf.value)
@@ -180,15 +180,17 @@ class MCTS(Strategy):
         node.children[token] = child
         return child
 
-    def _forward(self, run: Run, nodes: Sequence[_Node]) -> None:
+    def _forward(self, run: Run, nodes: Sequence[_Node]) -> Generator[Forward, list[ModelState], None]:
         """Run the pending forward passes of ``nodes`` in one batch."""
         todo = list({id(n): n for n in nodes if n.state is None and not n.end}.values())
         if todo:
-            states = run.extend([n.parent.state for n in todo], [n.token for n in todo])
+            states = yield from run.extend([n.parent.state for n in todo], [n.token for n in todo])
             for node, state in zip(todo, states):
                 node.state = state
 
-    def _simulate(self, run: Run, leaves, max_tokens: int) -> None:
+    def _simulate(
+        self, run: Run, leaves: Iterable[_Node], max_tokens: int
+    ) -> Generator[Forward, list[ModelState], None]:
         """Greedy decoding from each leaf, in lockstep; every node passed records the final value."""
         walks = [[leaf] for leaf in leaves if leaf.value is None]
         while walks:
@@ -201,7 +203,7 @@ class MCTS(Strategy):
                 child = node.children.get(token) or self._child(node, token, max_tokens)
                 walk.append(child)
                 steps.append(child)
-            self._forward(run, steps)
+            yield from self._forward(run, steps)
             unfinished = []
             for walk in walks:
                 if walk[-1].value is None:

@@ -1,9 +1,15 @@
-"""The shared plumbing of every strategy: timed model calls, and per-sequence guides that mask logits."""
+"""The shared plumbing of every strategy: model calls, and per-sequence guides that mask logits.
+
+A search is a generator: it reads its prompt itself, then yields a :class:`Forward` for each batch of
+extensions it needs and is sent back the new states. Whoever drives it decides how forward passes are
+batched (one search alone, or many searches sharing each pass) and books their time.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Generator, Sequence
 from time import perf_counter
+from typing import NamedTuple
 
 import numpy as np
 
@@ -11,6 +17,17 @@ from grammask.bitmask import bitmask_words
 from grammask.decoding.model import LanguageModel, ModelState, TokenMatcher
 from grammask.decoding.stats import GenerationStats
 from grammask.errors import MatcherStateError, TokenRejectedError
+
+
+class Forward(NamedTuple):
+    """A search's request: append ``token_ids[i]`` to ``states[i]``, in one forward pass."""
+
+    states: Sequence[ModelState]
+    token_ids: Sequence[int]
+
+
+Search = Generator[Forward, list[ModelState], tuple[list[int], str]]
+"""A running search: yields forward requests, is sent their states, returns tokens and the stop reason."""
 
 
 class Run:
@@ -30,10 +47,11 @@ class Run:
         self.stats.prompt_tokens = len(prompt_ids)
         return state
 
-    def extend(self, states: Sequence[ModelState], token_ids: Sequence[int]) -> list[ModelState]:
-        t0 = perf_counter()
-        out = self.model.extend(states, token_ids)
-        self.stats.model_seconds += perf_counter() - t0
+    def extend(
+        self, states: Sequence[ModelState], token_ids: Sequence[int]
+    ) -> Generator[Forward, list[ModelState], list[ModelState]]:
+        """The new states, from the driver (``states = yield from run.extend(...)``)."""
+        out = yield Forward(states, token_ids)
         self.stats.forward_passes += len(states)
         return out
 

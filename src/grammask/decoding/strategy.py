@@ -10,8 +10,8 @@ from typing import ClassVar
 
 import numpy as np
 
-from grammask.decoding.model import LanguageModel, TokenMatcher
-from grammask.decoding.run import Guide, Run
+from grammask.decoding.model import LanguageModel, ModelState, TokenMatcher
+from grammask.decoding.run import Forward, Guide, Run, Search
 from grammask.decoding.stats import GenerationStats
 from grammask.errors import DecodingError
 
@@ -43,25 +43,98 @@ class Strategy(ABC):
         With a matcher, every token follows its masks (EOS only once the output is a whole sentence);
         the matcher is used up (advanced or forked from). Without one, decoding is unconstrained.
         """
-        if max_tokens < 1:
-            raise DecodingError(f"max_tokens must be at least 1, got {max_tokens}")
-        if not prompt_ids:
-            raise DecodingError("the prompt has no tokens; give at least one")
-        stats = GenerationStats()
-        run = Run(model, stats)
-        t0 = perf_counter()
-        tokens, reason = self._search(run, prompt_ids, run.guide(matcher), max_tokens, np.random.default_rng(seed))
-        stats.seconds = perf_counter() - t0
-        stats.tokens = len(tokens)
-        stats.steps = len(tokens) + (reason == "eos")
-        stats.stop_reason = reason
-        return Decoded(tokens, stats)
+        return self.decode_many(model, [prompt_ids], [matcher], max_tokens=max_tokens, seed=seed)[0]
+
+    def decode_many(
+        self,
+        model: LanguageModel,
+        prompts: Sequence[Sequence[int]],
+        matchers: Sequence[TokenMatcher | None] | None = None,
+        *,
+        max_tokens: int | Sequence[int],
+        seed: int | None = None,
+    ) -> list[Decoded]:
+        """:meth:`decode` for several prompts at once, one output each, in order. ``matchers`` and
+        ``max_tokens`` give one per prompt (``max_tokens`` may be one limit for all).
+
+        The searches run side by side and every forward pass serves the pending requests of all of them,
+        so the model reads one batch per round instead of one sequence: several times the throughput on a
+        CPU, where a pass is bound by reading the weights. Each search is the one :meth:`decode` runs (its
+        own RNG seeded with ``seed``); batched passes may round logits differently in the last bits. Each
+        output's stats book its own work and its share of every pass it took part in, by sequences.
+        """
+        limits = [max_tokens] * len(prompts) if isinstance(max_tokens, int) else list(max_tokens)
+        if matchers is None:
+            matchers = [None] * len(prompts)
+        for name, given in (("matchers", matchers), ("max_tokens limits", limits)):
+            if len(given) != len(prompts):
+                raise DecodingError(f"got {len(prompts)} prompts but {len(given)} {name}; give one per prompt")
+        for limit in limits:
+            if limit < 1:
+                raise DecodingError(f"max_tokens must be at least 1, got {limit}")
+        if any(len(p) == 0 for p in prompts):
+            raise DecodingError("a prompt has no tokens; give at least one")
+        searches = []
+        for prompt_ids, matcher, limit in zip(prompts, matchers, limits):
+            run = Run(model, GenerationStats())
+            rng = np.random.default_rng(seed)
+            searches.append(_Driven(run, self._search(run, prompt_ids, run.guide(matcher), limit, rng)))
+        pending = {i: req for i, s in enumerate(searches) if (req := s.resume(None)) is not None}
+        while pending:
+            states = [state for req in pending.values() for state in req.states]
+            tokens = [token for req in pending.values() for token in req.token_ids]
+            t0 = perf_counter()
+            out = model.extend(states, tokens) if states else []
+            seconds = perf_counter() - t0
+            given, following = 0, {}
+            for i, req in pending.items():
+                n = len(req.states)
+                searches[i].run.stats.model_seconds += seconds * n / len(states) if states else 0.0
+                nxt = searches[i].resume(out[given : given + n])
+                given += n
+                if nxt is not None:
+                    following[i] = nxt
+            pending = following
+        return [s.decoded() for s in searches]
 
     @abstractmethod
     def _search(
         self, run: Run, prompt_ids: Sequence[int], guide: Guide, max_tokens: int, rng: np.random.Generator
-    ) -> tuple[list[int], str]:
-        """The output tokens and the stop reason (``"eos"`` or ``"max_tokens"``)."""
+    ) -> Search:
+        """A generator (see :mod:`grammask.decoding.run`) returning the output tokens and the stop reason
+        (``"eos"`` or ``"max_tokens"``)."""
+
+
+class _Driven:
+    """A search being driven: its run, its generator, the time it spent itself, and its result once done."""
+
+    __slots__ = ("own_seconds", "result", "run", "search")
+
+    def __init__(self, run: Run, search: Search):
+        self.run = run
+        self.search = search
+        self.own_seconds = 0.0
+        self.result: tuple[list[int], str] | None = None
+
+    def resume(self, states: list[ModelState] | None) -> Forward | None:
+        """Send the states it asked for (None to start it); its next request, or None once it has finished."""
+        t0 = perf_counter()
+        try:
+            return self.search.send(states)
+        except StopIteration as done:
+            self.result = done.value
+            return None
+        finally:
+            self.own_seconds += perf_counter() - t0
+
+    def decoded(self) -> Decoded:
+        tokens, reason = self.result
+        stats = self.run.stats
+        stats.seconds = self.own_seconds + stats.model_seconds
+        stats.tokens = len(tokens)
+        stats.steps = len(tokens) + (reason == "eos")
+        stats.stop_reason = reason
+        return Decoded(tokens, stats)
 
 
 class LinearStrategy(Strategy):
@@ -84,7 +157,7 @@ class LinearStrategy(Strategy):
 
     def _search(
         self, run: Run, prompt_ids: Sequence[int], guide: Guide, max_tokens: int, rng: np.random.Generator
-    ) -> tuple[list[int], str]:
+    ) -> Search:
         state = run.start(prompt_ids)
         tokens: list[int] = []
         check_first = self.checks_first()
@@ -98,7 +171,7 @@ class LinearStrategy(Strategy):
             tokens.append(token)
             if len(tokens) == max_tokens:
                 return tokens, "max_tokens"
-            state = run.extend([state], [token])[0]
+            state = (yield from run.extend([state], [token]))[0]
 
 
 def log_softmax(logits: np.ndarray) -> np.ndarray:
