@@ -123,6 +123,8 @@ def main(argv: list[str] | None = None) -> int:
         help="decode this many prompts side by side, sharing forward passes (Strategy.decode_many); "
         "ms/token then counts each output's share of the passes",
     )
+    parser.add_argument("--dtype", default="float32", choices=["float32", "bfloat16"],
+                        help="model weights (bfloat16 is about 1.5x faster in batches on CPUs with AMX)")
     parser.add_argument("--out", help="also write every output and figure to this JSON file")
     args = parser.parse_args(argv)
 
@@ -135,7 +137,7 @@ def main(argv: list[str] | None = None) -> int:
     from grammask.default_model import load_default_model
     from grammask.grammar import Grammar
 
-    model = load_default_model()
+    model = load_default_model(dtype=getattr(torch, args.dtype))
     compiled = compile(Grammar.builtin("json"), model.vocab)
     prompts = [model.encode_prompt(p) for p in PROMPTS[: args.prompts]]
     dec.Greedy().decode(model, prompts[0], compiled.matcher(), max_tokens=2)  # warm-up
@@ -170,14 +172,14 @@ def main(argv: list[str] | None = None) -> int:
                         f"{'parses' if rows[-1].parses else 'no parse'}: {text[:60]!r}",
                         flush=True,
                     )
-    report(rows)
+    report(rows, args.dtype)
     if args.out:
         with open(args.out, "w") as f:
             json.dump([asdict(r) for r in rows], f, indent=1)
     return 0
 
 
-def report(rows: list[Row]) -> None:
+def report(rows: list[Row], dtype: str) -> None:
     print()
     print(
         f"{'strategy':<18} {'parses free':>11} {'parses json':>11} {'ms/token free':>13} {'ms/token json':>13} {'mask ms/token':>13} {'overhead':>8}"
@@ -193,7 +195,8 @@ def report(rows: list[Row]) -> None:
         )
     print(
         "\nparses: json.loads accepts the whole output; overhead: mask ms/token (mask + advance + applying the mask, "
-        "constrained runs) / ms/token of the unconstrained runs of the same strategy; single-threaded."
+        "constrained runs) / ms/token of the unconstrained runs of the same strategy; single-threaded; "
+        f"weights in {dtype}."
     )
 
 
