@@ -33,6 +33,7 @@ fresh process reading the files the first one wrote).
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 import math
 import os
@@ -115,6 +116,9 @@ def strategies(names: list[str], trials: int) -> dict:
 
 
 def run(args: argparse.Namespace) -> int:
+    if importlib.util.find_spec("jsonschema") is None:  # judge() needs it: fail now, not after the first decodes
+        print("budget_jme.py run needs jsonschema: pip install -e '.[test,hf]'", file=sys.stderr)
+        return 2
     import torch
 
     torch.set_num_threads(args.threads)
