@@ -191,6 +191,39 @@ def test_no_full_mask_is_computed_while_the_model_follows_the_grammar(compiled):
     assert out.tokens == [1, 4, 3, 5, 2] and counts["fill_mask"] == 1
 
 
+class CompilingMatcher(CountingMatcher):
+    """A matcher whose first mask JIT-compiles a fresh numba kernel, as grammask's own do on first use."""
+
+    def __init__(self, inner, counts, kernel):
+        super().__init__(inner, counts)
+        self.kernel = kernel
+
+    def fill_mask(self, row):
+        self.kernel(np.arange(3))
+        super().fill_mask(row)
+
+    def fork(self):
+        return CompilingMatcher(self.inner.fork(), self.counts, self.kernel)
+
+
+def test_kernel_compilation_is_kept_out_of_the_mask_time(compiled):
+    import numba
+
+    @numba.njit
+    def kernel(a):
+        return a.sum()
+
+    counts = {"fill_mask": 0}
+    matcher = CompilingMatcher(compiled.matcher(), counts, kernel)
+    out = dec.Greedy(check_first=False).decode(BigramModel.random(0), [BOS], matcher, max_tokens=5)
+    stats = out.stats
+    assert counts["fill_mask"] >= 1
+    assert stats.compile_seconds > 0.01
+    assert 0 < stats.mask_seconds < stats.compile_seconds
+    assert stats.seconds >= stats.compile_seconds + stats.mask_seconds
+    assert ("kernels compiled on first use" in stats.summary()) == (stats.compile_seconds >= 0.05)
+
+
 def test_unconstrained_outputs_leave_the_grammar_for_some_model(compiled):
     outs = [dec.Greedy().decode(BigramModel.random(s), [BOS], max_tokens=10) for s in range(20)]
     assert not all(accepts_whole(compiled, o.tokens, o.stats.stop_reason) for o in outs)

@@ -25,6 +25,9 @@ class GenerationStats:
     """Time in forward passes after the prompt."""
     mask_seconds: float = 0.0
     """Time grammask adds: computing masks, applying them to logits, advancing matchers."""
+    compile_seconds: float = 0.0
+    """Compiling grammask's numba kernels on their first use in this install: counted in ``seconds``,
+    kept out of the mask time and the per-token figures (a one-off, not a cost of decoding)."""
     forward_passes: int = 0
     """Sequences extended by one token (a batch of 4 counts 4)."""
     stop_reason: str = ""
@@ -32,8 +35,8 @@ class GenerationStats:
 
     @property
     def decode_seconds(self) -> float:
-        """Wall time after the prompt was read."""
-        return self.seconds - self.prefill_seconds
+        """Wall time after the prompt was read, first-use kernel compilation left out."""
+        return self.seconds - self.prefill_seconds - self.compile_seconds
 
     @property
     def ms_per_token(self) -> float:
@@ -50,12 +53,15 @@ class GenerationStats:
 
     def summary(self) -> str:
         """One line: tokens, time, mask time per token and its share of the step."""
-        return (
+        line = (
             f"{self.tokens} tokens ({self.stop_reason}), {self.seconds:.2f} s, "
             f"{self.ms_per_token:.1f} ms/token, mask {self.mask_ms_per_token:.2f} ms/token "
             f"({100 * self.mask_share:.1f}% of the step), prompt {self.prompt_tokens} tokens in "
             f"{self.prefill_seconds:.2f} s"
         )
+        if self.compile_seconds >= 0.05:
+            line += f", kernels compiled on first use in {self.compile_seconds:.1f} s (not counted per token)"
+        return line
 
     def to_dict(self) -> dict:
         """The fields and the derived per-token figures, for JSON output."""

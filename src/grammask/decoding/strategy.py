@@ -9,6 +9,7 @@ from time import perf_counter
 from typing import ClassVar
 
 import numpy as np
+from numba.core.event import TimingListener, install_listener
 
 from grammask.decoding.model import LanguageModel, ModelState, TokenMatcher
 from grammask.decoding.run import Forward, Guide, Run, Search
@@ -119,13 +120,19 @@ class _Driven:
     def resume(self, states: list[ModelState] | None) -> Forward | None:
         """Send the states it asked for (None to start it); its next request, or None once it has finished."""
         t0 = perf_counter()
+        compiling = TimingListener()
         try:
-            return self.search.send(states)
+            with install_listener("numba:compile", compiling):
+                return self.search.send(states)
         except StopIteration as done:
             self.result = done.value
             return None
         finally:
             self.own_seconds += perf_counter() - t0
+            if compiling.done:
+                # Kernels compile inside matcher calls, which the guide books as mask time.
+                self.run.stats.compile_seconds += compiling.duration
+                self.run.stats.mask_seconds -= compiling.duration
 
     def decoded(self) -> Decoded:
         tokens, reason = self.result
