@@ -43,15 +43,26 @@ _SOURCE_FILE = "grammask-source.txt"
 
 
 class HFState:
-    """A sequence read by an :class:`HFModel`: next-token logits and this sequence's own part of the KV cache."""
+    """A sequence read by an :class:`HFModel`: next-token logits and this sequence's own part of the KV cache.
 
-    __slots__ = ("length", "logits", "own", "parent")
+    The logits are this state's own copy in the model's dtype (half the memory for bfloat16 weights, and
+    no batch-sized array kept alive by one row): a tree search holds thousands of states.
+    """
 
-    def __init__(self, parent: HFState | None, length: int, logits: np.ndarray, own: _KV):
+    __slots__ = ("_logits", "length", "own", "parent")
+
+    def __init__(self, parent: HFState | None, length: int, logits: torch.Tensor, own: _KV):
         self.parent = parent
         self.length = length
-        self.logits = logits
+        self._logits = logits
         self.own = own
+
+    @property
+    def logits(self) -> np.ndarray:
+        """Next-token logits as a read-only float32 array."""
+        out = self._logits.float().numpy()
+        out.flags.writeable = False
+        return out
 
 
 class HFModel:
@@ -235,8 +246,9 @@ def _layers(cache: Any) -> _KV:
     return tuple((layer.keys, layer.values) for layer in cache.layers)
 
 
-def _last_logits(logits: torch.Tensor) -> np.ndarray:
-    return np.ascontiguousarray(logits[:, -1, :].float().cpu().numpy())
+def _last_logits(logits: torch.Tensor) -> list[torch.Tensor]:
+    """Each row's logits at the last position, as separate CPU tensors in the model's dtype."""
+    return [row.clone() for row in logits[:, -1, :].cpu()]
 
 
 # ---- loading ----------------------------------------------------------------------------------
