@@ -93,6 +93,17 @@ def test_a_batched_extension_equals_separate_ones_also_for_unequal_lengths(model
     )
 
 
+def test_states_of_a_batch_hold_only_their_own_logits_read_only(model):
+    root = model.start(model.encode_prompt("Hello there", chat=False))
+    kids = model.extend([root, root, root], [28, 216, 30])
+    row_bytes = model.n_logits * kids[0]._logits.element_size()
+    for state in [root, *kids]:
+        assert state._logits.untyped_storage().nbytes() == row_bytes  # not the batch's whole logits array
+        with pytest.raises(ValueError):
+            state.logits[0] = 0.0
+    assert not np.array_equal(kids[0].logits, kids[1].logits)
+
+
 def test_torch_mask_application_matches_the_bitmask(model):
     rng = np.random.default_rng(0)
     bitmask = rng.integers(-(2**31), 2**31 - 1, size=(3, 4), dtype=np.int32)  # 128 bits
