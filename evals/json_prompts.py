@@ -11,6 +11,7 @@ full mask at every step, for the engine's raw cost.
     python evals/json_prompts.py                      # everything (long: MCTS dominates)
     python evals/json_prompts.py --prompts 5 --strategies greedy beam
     python evals/json_prompts.py --strategies mcts --together 30   # MCTS on all prompts at once
+    python evals/json_prompts.py --strategies mcts --conditions json --dtype bfloat16 --together 30
 """
 
 from __future__ import annotations
@@ -123,6 +124,8 @@ def main(argv: list[str] | None = None) -> int:
         help="decode this many prompts side by side, sharing forward passes (Strategy.decode_many); "
         "ms/token then counts each output's share of the passes",
     )
+    parser.add_argument("--conditions", nargs="+", default=["free", "json"], choices=["free", "json"],
+                        help="free: unconstrained; json: the JSON grammar with a budget of --max-tokens (default both)")
     parser.add_argument("--dtype", default="float32", choices=["float32", "bfloat16"],
                         help="model weights (bfloat16 is about 1.5x faster in batches on CPUs with AMX)")
     parser.add_argument("--out", help="also write every output and figure to this JSON file")
@@ -144,7 +147,7 @@ def main(argv: list[str] | None = None) -> int:
     rows: list[Row] = []
     started = perf_counter()
     for label, strategy, seed in runs(args.strategies, args.mcts_trials, args.mcts_batch):
-        for constrained in (False, True):
+        for constrained in [c == "json" for c in args.conditions]:
             for first in range(0, len(prompts), args.together):
                 chunk = prompts[first : first + args.together]
                 matchers = [new_matcher(compiled, args.max_tokens) if constrained else None for _ in chunk]
@@ -187,17 +190,23 @@ def report(rows: list[Row], dtype: str) -> None:
     for label in dict.fromkeys(r.strategy for r in rows):
         free = [r for r in rows if r.strategy == label and not r.constrained]
         cons = [r for r in rows if r.strategy == label and r.constrained]
-        free_ms = mean(r.ms_per_token for r in free)
-        mask_ms = mean(r.mask_ms_per_token for r in cons)
+        free_ms = mean(r.ms_per_token for r in free) if free else None
+        cons_ms = mean(r.ms_per_token for r in cons) if cons else None
+        mask_ms = mean(r.mask_ms_per_token for r in cons) if cons else None
+        overhead = f"{100 * mask_ms / free_ms:.1f}%" if free and cons else "n/a"
         print(
             f"{label:<18} {sum(r.parses for r in free):>8}/{len(free):<2} {sum(r.parses for r in cons):>8}/{len(cons):<2} "
-            f"{free_ms:>13.1f} {mean(r.ms_per_token for r in cons):>13.1f} {mask_ms:>13.2f} {100 * mask_ms / free_ms:>7.1f}%"
+            f"{_ms(free_ms):>13} {_ms(cons_ms):>13} {_ms(mask_ms, 2):>13} {overhead:>8}"
         )
     print(
         "\nparses: json.loads accepts the whole output; overhead: mask ms/token (mask + advance + applying the mask, "
         "constrained runs) / ms/token of the unconstrained runs of the same strategy; single-threaded; "
         f"weights in {dtype}."
     )
+
+
+def _ms(value: float | None, digits: int = 1) -> str:
+    return "n/a" if value is None else f"{value:.{digits}f}"
 
 
 if __name__ == "__main__":
