@@ -56,6 +56,7 @@ class _Node:
         "q",
         "state",
         "token",
+        "total",
         "value",
         "visits",
     )
@@ -73,8 +74,11 @@ class _Node:
         self.lse: float | None = None
         self.allowed: np.ndarray | None = None
         self.prior: np.ndarray | None = None
-        self.visits: np.ndarray | None = None
-        self.q: np.ndarray | None = None
+        # Visits and Q by index into ``allowed``, kept only for visited children: a node may allow
+        # most of the vocabulary, and a tree holds thousands of nodes.
+        self.visits: dict[int, int] = {}
+        self.q: dict[int, float] = {}
+        self.total = 0
 
 
 @dataclass(frozen=True)
@@ -109,8 +113,7 @@ class MCTS(Strategy):
             if len(root.allowed) > 1:
                 for start in range(0, self.trials, self.batch):
                     yield from self._wave(run, root, min(self.batch, self.trials - start), max_tokens)
-                visited = root.visits > 0
-                pick = int(np.lexsort((root.visits, np.where(visited, root.q, -np.inf)))[-1])
+                pick = max(root.visits, key=lambda j: (root.q[j], root.visits[j], j))
             else:
                 pick = 0
             token = int(root.allowed[pick])
@@ -129,12 +132,10 @@ class MCTS(Strategy):
         if node.allowed is not None:
             return
         masked = node.guide.masked(node.state.logits)
-        node.allowed = np.flatnonzero(np.isfinite(masked))
+        node.allowed = np.flatnonzero(np.isfinite(masked)).astype(np.int32)
         x = masked[node.allowed].astype(np.float64) / self.temperature
         prior = np.exp(x - x.max())
         node.prior = prior / prior.sum()
-        node.visits = np.zeros(len(node.allowed), dtype=np.int64)
-        node.q = np.zeros(len(node.allowed))
 
     def _wave(self, run: Run, root: _Node, size: int, max_tokens: int) -> Generator[Forward, list[ModelState], None]:
         """``size`` trials: selections (each counting its visits at once), then their expansions and
@@ -144,17 +145,20 @@ class MCTS(Strategy):
         yield from self._simulate(run, {id(leaf): leaf for _, leaf in trials}.values(), max_tokens)
         for path, leaf in trials:
             for node, i in path:
-                node.q[i] = max(node.q[i], leaf.value)
+                node.q[i] = max(node.q.get(i, 0.0), leaf.value)
 
     def _select_path(self, root: _Node, max_tokens: int) -> tuple[list[tuple[_Node, int]], _Node]:
         node, path = root, []
         while True:
             self._open(node)
-            total = int(node.visits.sum())
-            scores = node.q + self.c_puct * math.sqrt(max(total, 1)) * node.prior / (1 + node.visits)
+            coef = self.c_puct * math.sqrt(max(node.total, 1))
+            scores = coef * node.prior
+            for j, n in node.visits.items():
+                scores[j] = node.q.get(j, 0.0) + coef * node.prior[j] / (1 + n)
             i = int(np.argmax(scores))
             path.append((node, i))
-            node.visits[i] += 1
+            node.visits[i] = node.visits.get(i, 0) + 1
+            node.total += 1
             token = int(node.allowed[i])
             child = node.children.get(token)
             if child is None:
