@@ -1,5 +1,5 @@
 """The llama.cpp adapter on the default model's GGUF file. Runs only where ``llama-cpp-python`` is installed:
-``pip install 'grammask[llama-cpp]'`` (it builds llama.cpp from source, about 12 minutes)."""
+``pip install 'grammask[llama-cpp]'`` (it builds llama.cpp from source, about 3 minutes on 2 cores)."""
 
 from __future__ import annotations
 
@@ -25,9 +25,16 @@ def model() -> LlamaCppModel:
     return LlamaCppModel.from_path(default_gguf(), n_ctx=1024, n_threads=1)
 
 
-def fresh_logits(model: LlamaCppModel, tokens: list[int]) -> np.ndarray:
+def read_in_chunks(model: LlamaCppModel, chunks: list[list[int]]) -> np.ndarray:
+    """Last logits of a fresh context that reads ``chunks`` one ``eval`` each.
+
+    The reference has to read the same chunks: llama.cpp's logits for one sequence depend on how it was
+    split into batches (up to 0.5 apart on this Q4_1 model), so a whole-sequence read is not comparable.
+    """
     model.llm.reset()
-    return model.start(tokens).logits
+    for chunk in chunks:
+        model.llm.eval(chunk)
+    return np.ctypeslib.as_array(llama_cpp.llama_get_logits_ith(model.llm.ctx, -1), shape=(model.n_logits,)).copy()
 
 
 def test_token_bytes_agree_with_the_tokenizer_json(model):
@@ -44,9 +51,10 @@ def test_forked_states_reuse_the_prefix_and_give_fresh_logits(model):
     root = model.start(prompt)
     a = model.extend([root], [28])[0]
     b = model.extend([root], [216])[0]
-    a2 = model.extend([a], [30])[0]
-    for state in (a, b, a2):
-        np.testing.assert_allclose(state.logits, fresh_logits(model, list(state.tokens)), atol=1e-3)
+    a2 = model.extend([a], [30])[0]  # rolls the cache back from prompt + [216] to the prompt, reads [28, 30]
+    for state, chunks in [(a, [prompt, [28]]), (b, [prompt, [216]]), (a2, [prompt, [28, 30]])]:
+        np.testing.assert_allclose(state.logits, read_in_chunks(model, chunks), atol=1e-5)
+    assert np.abs(a.logits - b.logits).max() > 1.0
 
 
 def test_strategies_give_sentences_of_the_grammar(model):

@@ -4,6 +4,9 @@ and a logits processor for ``Llama.__call__`` / ``create_completion`` (``pip ins
 llama.cpp holds one sequence's KV cache per context. :class:`LlamaCppModel` keeps it at the last
 sequence it read; extending another state rolls the cache back to the longest prefix the two share
 and reads only the rest, so sequences that fork (beams, tree search) reuse their common prefix.
+llama.cpp's logits for a sequence depend on how it was split into batches (on the default Q4_1 model, up
+to 0.5 between reading a prompt whole and token by token), so a search's outputs can depend on the order
+in which it visited states; rolling back gives exactly what a fresh context reading the same chunks gives.
 """
 
 from __future__ import annotations
