@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import pytest
 
@@ -102,6 +104,15 @@ def test_states_of_a_batch_hold_only_their_own_logits_read_only(model):
         with pytest.raises(ValueError):
             state.logits[0] = 0.0
     assert not np.array_equal(kids[0].logits, kids[1].logits)
+
+
+def test_reading_sequences_raises_no_deprecation_warnings(model):
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        root = model.start(model.encode_prompt("Hello there", chat=False))
+        other = model.start(model.encode_prompt("A longer prompt than the first", chat=False))
+        model.extend([root, other], [28, 28])
+    assert [str(w.message) for w in caught if issubclass(w.category, DeprecationWarning | FutureWarning)] == []
 
 
 def test_torch_mask_application_matches_the_bitmask(model):

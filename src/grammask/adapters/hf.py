@@ -10,6 +10,7 @@ right after it was made (greedy decoding, the beams of a beam search) costs no r
 from __future__ import annotations
 
 import hashlib
+import inspect
 import shutil
 import sys
 import tempfile
@@ -83,6 +84,10 @@ class HFModel:
         self._recent_size = recent
         self._keep = recent
         self._vocab: Vocabulary | None = None
+        # transformers 5.x renamed the cache argument and output field from past_key_values to cache
+        # (the old name still works there, with a warning on every run)
+        forward_args = inspect.signature(self.model.forward).parameters
+        self._cache_name = "cache" if "cache" in forward_args else "past_key_values"
 
     @classmethod
     def from_pretrained(cls, path: str | Path, **kwargs: Any) -> HFModel:
@@ -157,7 +162,7 @@ class HFModel:
         ids = torch.tensor([list(prompt_ids)], dtype=torch.long, device=self.model.device)
         with torch.inference_mode():
             out = self.model(input_ids=ids, use_cache=True, logits_to_keep=1)
-        kv = _layers(out.past_key_values)
+        kv = _layers(getattr(out, self._cache_name))
         state = HFState(None, len(prompt_ids), _last_logits(out.logits)[0], kv)
         self._remember(state, kv)
         return state
@@ -177,15 +182,16 @@ class HFModel:
             )
         device = self.model.device
         ids = torch.tensor([[t] for t in token_ids], dtype=torch.long, device=device)
-        padded = {}
+        inputs = {}
         if any(pads):
-            padded["attention_mask"] = (
+            inputs["attention_mask"] = (
                 torch.arange(longest + 1, device=device) >= torch.tensor(pads, device=device)[:, None]
             ).long()
-            padded["position_ids"] = torch.tensor([[s.length] for s in states], dtype=torch.long, device=device)
+            inputs["position_ids"] = torch.tensor([[s.length] for s in states], dtype=torch.long, device=device)
         with torch.inference_mode():
-            result = self.model(input_ids=ids, past_key_values=_cache_of(layers), use_cache=True, **padded)
-        kv = _layers(result.past_key_values)
+            inputs[self._cache_name] = _cache_of(layers)
+            result = self.model(input_ids=ids, use_cache=True, **inputs)
+        kv = _layers(getattr(result, self._cache_name))
         logits = _last_logits(result.logits)
         children = []
         for row, (parent, pad) in enumerate(zip(states, pads)):
