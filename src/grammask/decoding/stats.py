@@ -26,8 +26,9 @@ class GenerationStats:
     mask_seconds: float = 0.0
     """Time grammask adds: computing masks, applying them to logits, advancing matchers."""
     compile_seconds: float = 0.0
-    """Compiling grammask's numba kernels on their first use in this install: counted in ``seconds``,
-    kept out of the mask time and the per-token figures (a one-off, not a cost of decoding)."""
+    """Getting grammask's numba kernels ready on their first use in this process (compiling them after an
+    install, loading them from numba's disk cache later): counted in ``seconds``, kept out of the mask
+    time and the per-token figures (a one-off, not a cost of decoding)."""
     forward_passes: int = 0
     """Sequences extended by one token (a batch of 4 counts 4)."""
     stop_reason: str = ""
@@ -60,7 +61,7 @@ class GenerationStats:
             f"{self.prefill_seconds:.2f} s"
         )
         if self.compile_seconds >= 0.05:
-            line += f", kernels compiled on first use in {self.compile_seconds:.1f} s (not counted per token)"
+            line += f", kernels compiled or loaded on first use in {self.compile_seconds:.1f} s (not counted per token)"
         return line
 
     def to_dict(self) -> dict:

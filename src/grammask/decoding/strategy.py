@@ -122,7 +122,7 @@ class _Driven:
         t0 = perf_counter()
         compiling = TimingListener()
         try:
-            with install_listener("numba:compile", compiling):
+            with install_listener("numba:compiler_lock", compiling):
                 return self.search.send(states)
         except StopIteration as done:
             self.result = done.value
@@ -130,7 +130,8 @@ class _Driven:
         finally:
             self.own_seconds += perf_counter() - t0
             if compiling.done:
-                # Kernels compile inside matcher calls, which the guide books as mask time.
+                # Kernels compile, or load from numba's cache, inside matcher calls, which the guide books as mask
+                # time; numba holds its compiler lock for both.
                 self.run.stats.compile_seconds += compiling.duration
                 self.run.stats.mask_seconds -= compiling.duration
 
