@@ -192,7 +192,8 @@ def test_no_full_mask_is_computed_while_the_model_follows_the_grammar(compiled):
 
 
 class CompilingMatcher(CountingMatcher):
-    """A matcher whose first mask JIT-compiles a fresh numba kernel, as grammask's own do on first use."""
+    """A matcher whose first mask readies a numba kernel (compiles it, or loads it from numba's disk cache),
+    as grammask's own do on first use."""
 
     def __init__(self, inner, counts, kernel):
         super().__init__(inner, counts)
@@ -206,6 +207,12 @@ class CompilingMatcher(CountingMatcher):
         return CompilingMatcher(self.inner.fork(), self.counts, self.kernel)
 
 
+def decode_with_kernel(compiled, kernel, counts: dict) -> dec.GenerationStats:
+    """The stats of a greedy decode whose masks call ``kernel``."""
+    matcher = CompilingMatcher(compiled.matcher(), counts, kernel)
+    return dec.Greedy(check_first=False).decode(BigramModel.random(0), [BOS], matcher, max_tokens=5).stats
+
+
 def test_kernel_compilation_is_kept_out_of_the_mask_time(compiled):
     import numba
 
@@ -214,9 +221,7 @@ def test_kernel_compilation_is_kept_out_of_the_mask_time(compiled):
         return a.sum()
 
     counts = {"fill_mask": 0}
-    matcher = CompilingMatcher(compiled.matcher(), counts, kernel)
-    out = dec.Greedy(check_first=False).decode(BigramModel.random(0), [BOS], matcher, max_tokens=5)
-    stats = out.stats
+    stats = decode_with_kernel(compiled, kernel, counts)
     assert counts["fill_mask"] >= 1
     assert stats.compile_seconds > 0.01
     assert 0 < stats.mask_seconds < stats.compile_seconds
@@ -236,9 +241,7 @@ def test_kernels_loaded_from_numbas_disk_cache_are_kept_out_of_the_mask_time(com
                    cwd=tmp_path, check=True)
     monkeypatch.syspath_prepend(str(tmp_path))
     kernel = importlib.import_module("cached_kernel").kernel
-    counts = {"fill_mask": 0}
-    matcher = CompilingMatcher(compiled.matcher(), counts, kernel)
-    stats = dec.Greedy(check_first=False).decode(BigramModel.random(0), [BOS], matcher, max_tokens=5).stats
+    stats = decode_with_kernel(compiled, kernel, {"fill_mask": 0})
     assert sum(kernel.stats.cache_hits.values()) == 1 and not kernel.stats.cache_misses
     assert stats.compile_seconds > 0
     assert 0 < stats.mask_seconds

@@ -120,20 +120,20 @@ class _Driven:
     def resume(self, states: list[ModelState] | None) -> Forward | None:
         """Send the states it asked for (None to start it); its next request, or None once it has finished."""
         t0 = perf_counter()
-        compiling = TimingListener()
+        readying = TimingListener()
         try:
-            with install_listener("numba:compiler_lock", compiling):
+            with install_listener("numba:compiler_lock", readying):
                 return self.search.send(states)
         except StopIteration as done:
             self.result = done.value
             return None
         finally:
             self.own_seconds += perf_counter() - t0
-            if compiling.done:
+            if readying.done:
                 # Kernels compile, or load from numba's cache, inside matcher calls, which the guide books as mask
                 # time; numba holds its compiler lock for both.
-                self.run.stats.compile_seconds += compiling.duration
-                self.run.stats.mask_seconds -= compiling.duration
+                self.run.stats.compile_seconds += readying.duration
+                self.run.stats.mask_seconds -= readying.duration
 
     def decoded(self) -> Decoded:
         tokens, reason = self.result
