@@ -91,7 +91,7 @@ class MatcherChecker:
         self.vocab = get_vocab(tokenizer)
 
     def prepare(self, grammar):
-        from grammask.compiled import compile as compile_grammar
+        from grammask.compiler import compile as compile_grammar
 
         compiled = compile_grammar(grammar, self.vocab)
 

@@ -9,12 +9,12 @@ import pytest
 from conftest import get_vocab
 
 from grammask import Grammar, compile
-from grammask.compiled import clear_memory_cache
+from grammask.compiler import clear_caches
 
 
 @pytest.fixture(autouse=True)
 def _fresh_memory():
-    clear_memory_cache()
+    clear_caches()
 
 
 def _files(path):
@@ -22,7 +22,7 @@ def _files(path):
 
 
 def _same_tables(a, b):
-    ta, tb = a.mask_tables, b.mask_tables
+    ta, tb = a._engine.masks, b._engine.masks
     return all(np.array_equal(getattr(ta, f), getattr(tb, f)) for f in ta.__dataclass_fields__)
 
 
@@ -31,7 +31,7 @@ def test_cache_round_trip(tmp_path):
     grammar = Grammar.builtin("json")
     first = compile(grammar, vocab, cache=tmp_path)
     assert not first.stats.from_cache and len(_files(tmp_path)) == 1
-    clear_memory_cache()
+    clear_caches()
     second = compile(grammar, vocab, cache=tmp_path)
     assert second.stats.from_cache and _same_tables(first, second)
     m = second.matcher()
@@ -48,12 +48,12 @@ def test_corrupt_cache_is_rebuilt(tmp_path, caplog):
     data = bytearray(path.read_bytes())
     data[len(data) // 2 : len(data) // 2 + 64] = b"\xff" * 64
     path.write_bytes(bytes(data))
-    clear_memory_cache()
+    clear_caches()
     with caplog.at_level(logging.WARNING, logger="grammask"):
         rebuilt = compile(grammar, vocab, cache=tmp_path)
     assert "rebuilding" in caplog.text
     assert not rebuilt.stats.from_cache and _same_tables(reference, rebuilt)
-    clear_memory_cache()
+    clear_caches()
     assert compile(grammar, vocab, cache=tmp_path).stats.from_cache
 
 
@@ -63,11 +63,11 @@ def test_truncated_and_foreign_files_are_rebuilt(tmp_path, caplog):
     compile(grammar, vocab, cache=tmp_path)
     (path,) = _files(tmp_path)
     path.write_bytes(path.read_bytes()[:1000])
-    clear_memory_cache()
+    clear_caches()
     with caplog.at_level(logging.WARNING, logger="grammask"):
         assert not compile(grammar, vocab, cache=tmp_path).stats.from_cache
     path.write_bytes(b"not a cache file")
-    clear_memory_cache()
+    clear_caches()
     assert not compile(grammar, vocab, cache=tmp_path).stats.from_cache
 
 

@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 import grammask
 import grammask.decoding as dec
-from grammask.compiled import compile
+from grammask.compiler import compile
 from grammask.errors import DecodingError, GrammarError
 from grammask.grammar import Grammar
 from grammask.vocab import Vocabulary

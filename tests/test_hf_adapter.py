@@ -18,7 +18,7 @@ from grammask.adapters.hf import (
     load_hf_model,
 )
 from grammask.bitmask import bitmask_to_bool
-from grammask.compiled import compile
+from grammask.compiler import compile
 from grammask.default_model import default_model_dir
 from grammask.errors import MatcherStateError, ModelError
 from grammask.grammar import Grammar

@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from json_schema_suite import ReferenceChecker
 
-from grammask.compiled import compile
+from grammask.compiler import compile
 from grammask.errors import (
     EmptyLanguageError,
     TokenRejectedError,
@@ -62,7 +62,7 @@ def _matcher_accepts(compiled, vocab, text: str) -> bool:
 
 
 def _jme_matcher(vocab, paths):
-    from grammask.compiled import compile as compile_grammar
+    from grammask.compiler import compile as compile_grammar
 
     for path in paths:
         schema, data = _jme(path)

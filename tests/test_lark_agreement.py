@@ -32,7 +32,7 @@ def test_agrees_with_lark(grammar):
     g = Grammar.builtin(grammar)
     compiled = compile(g, vocab, cache=False)
     lark = Lark(builtin_source(grammar), parser="lalr", lexer="basic")
-    sampler = SentenceSampler(g, max_depth=8, lexer=compiled.lexer)
+    sampler = SentenceSampler(g, max_depth=8)
     alphabet = "".join(sorted({ch for t in g.terminals if t.literal for ch in t.literal} | set(" \n\"\\/*0123456789abcxyz.-+eE'")))
     rng = random.Random(7)
     counts = {"sampled": 0, "mutated": 0, "mutated accepted": 0}

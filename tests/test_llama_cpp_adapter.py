@@ -12,7 +12,7 @@ llama_cpp = pytest.importorskip(
 
 import grammask.decoding as dec
 from grammask.adapters.llama_cpp import LlamaCppLogitsProcessor, LlamaCppModel
-from grammask.compiled import compile
+from grammask.compiler import compile
 from grammask.default_model import default_gguf, default_model_dir
 from grammask.grammar import Grammar
 from grammask.vocab import Vocabulary

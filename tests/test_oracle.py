@@ -14,6 +14,7 @@ from conftest import get_compiled, get_vocab
 from oracle import MaskOracle
 
 from grammask import Grammar
+from grammask.automata.lexer import build_lexer
 from grammask.bitmask import allocate_bitmask, bitmask_to_bool
 from grammask.grammar.builtin import builtin_source
 from grammask.sampler import SentenceSampler
@@ -24,8 +25,7 @@ CASES = [(g, v) for g in ("json", "c") for v in ("smollm2", "llama2")]
 def _prefixes(grammar: str, vocab_name: str, n_prefixes: int, seed: int):
     """Yield (token ids of a document, cut points) until ``n_prefixes`` cuts are produced."""
     vocab = get_vocab(vocab_name)
-    compiled = get_compiled(grammar, vocab_name)
-    sampler = SentenceSampler(Grammar.builtin(grammar), max_depth=8, lexer=compiled.lexer)
+    sampler = SentenceSampler(Grammar.builtin(grammar), max_depth=8)
     rng = random.Random(seed)
     produced = 0
     while produced < n_prefixes:
@@ -41,7 +41,7 @@ def _prefixes(grammar: str, vocab_name: str, n_prefixes: int, seed: int):
 def _check(grammar: str, vocab_name: str, n_prefixes: int, seed: int) -> int:
     vocab = get_vocab(vocab_name)
     compiled = get_compiled(grammar, vocab_name)
-    oracle = MaskOracle(builtin_source(grammar), compiled.lexer, vocab)
+    oracle = MaskOracle(builtin_source(grammar), build_lexer(Grammar.builtin(grammar)), vocab)
     row = allocate_bitmask(1, vocab.n_logits)[0]
     checked = 0
     for ids, cuts in _prefixes(grammar, vocab_name, n_prefixes, seed):

@@ -178,7 +178,7 @@ def _matcher_accepts(compiled, tokens: list[int]) -> bool:
 
 
 def _check_matcher(vocab, patterns, n):
-    from grammask.compiled import compile as compile_grammar
+    from grammask.compiler import compile as compile_grammar
 
     disagreements = []
     for pattern in patterns:

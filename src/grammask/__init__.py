@@ -1,11 +1,37 @@
 """grammask: exact grammar-constrained decoding for LLMs."""
 
-from grammask.compiled import CompiledGrammar, compile
+from grammask.compiled import CompiledGrammar
+from grammask.compiler import Compiler, clear_caches, compile
 from grammask.decoding import generate
-from grammask.errors import GrammaskError
-from grammask.grammar import Grammar
+from grammask.errors import (
+    BudgetError,
+    ConfigurationError,
+    GrammarError,
+    GrammaskError,
+    TokenRejectedError,
+    UnsupportedRegexError,
+    UnsupportedSchemaError,
+)
+from grammask.grammar import Grammar, SchemaOptions
 from grammask.matcher import Matcher
 from grammask.vocab import Vocabulary
 
-__all__ = ["CompiledGrammar", "Grammar", "GrammaskError", "Matcher", "Vocabulary", "compile", "generate"]
+__all__ = [
+    "BudgetError",
+    "CompiledGrammar",
+    "Compiler",
+    "ConfigurationError",
+    "GrammarError",
+    "GrammaskError",
+    "Grammar",
+    "Matcher",
+    "SchemaOptions",
+    "TokenRejectedError",
+    "UnsupportedRegexError",
+    "UnsupportedSchemaError",
+    "Vocabulary",
+    "clear_caches",
+    "compile",
+    "generate",
+]
 __version__ = "0.1.0"

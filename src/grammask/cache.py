@@ -1,5 +1,6 @@
-"""The on-disk format of compiled grammars: one uncompressed ``.npz`` of plain arrays plus JSON metadata.
+"""The disk cache of compiled grammars and their budget tables, and its file format.
 
+A file is one uncompressed ``.npz`` of plain arrays plus JSON metadata.
 Loading never unpickles anything (``allow_pickle=False``). The zip container keeps a CRC-32
 of every array, which reading checks, so a corrupt or truncated file is detected; the
 metadata names the cache key, so a file for another grammar, vocabulary or format version is
@@ -9,16 +10,81 @@ never used. Any problem reading a file raises :class:`~grammask.errors.CacheErro
 from __future__ import annotations
 
 import json
+import logging
 import os
 import tempfile
 import zipfile
+from collections.abc import Callable
 from pathlib import Path
+from typing import TypeVar
 
 import numpy as np
 
 from grammask.errors import CacheError
 
+log = logging.getLogger("grammask")
+
 _META = "__meta__"
+T = TypeVar("T")
+
+
+class DiskCache:
+    """A folder of cache files, one per (key, kind); ``folder=None`` is a cache that keeps nothing.
+
+    Files are named by the key's first 32 hex digits and the kind (``<key>.npz`` for compiled
+    grammars, ``<key>.<kind>.npz`` for what is built beside them). A file that is corrupt, stale
+    or unreadable is reported in the log and rebuilt; one that cannot be written is reported and
+    skipped, so the cache never makes a compile fail.
+    """
+
+    def __init__(self, folder: Path | None):
+        self.folder = folder
+
+    def path(self, key: str, kind: str = "") -> Path | None:
+        """Where the file of ``key`` and ``kind`` lies (None for a cache that keeps nothing)."""
+        if self.folder is None:
+            return None
+        return self.folder / f"{key[:32]}{'.' + kind if kind else ''}.npz"
+
+    def get_or_build(
+        self,
+        key: str,
+        kind: str,
+        build: Callable[[], T],
+        encode: Callable[[T], tuple[dict[str, np.ndarray], dict]],
+        decode: Callable[[dict[str, np.ndarray], dict], T],
+    ) -> tuple[T, bool]:
+        """The value cached for ``key`` and ``kind``, or ``build()`` stored there; and whether it came from disk.
+
+        ``decode`` may raise KeyError or TypeError for a file that lacks a field: that file is rebuilt too.
+        """
+        path = self.path(key, kind)
+        if path is not None and path.exists():
+            try:
+                arrays, meta = load_arrays(path, f"{kind}:{key}")
+                try:
+                    return decode(arrays, meta), True
+                except (KeyError, TypeError) as e:
+                    raise CacheError(f"cache file {path} lacks a field ({e})") from None
+            except CacheError as e:
+                log.warning("grammask: %s; rebuilding it", e)
+        value = build()
+        if path is not None:
+            arrays, meta = encode(value)
+            try:
+                save_arrays(path, arrays, {**meta, "key": f"{kind}:{key}"})
+            except OSError as e:
+                log.warning("grammask: could not write the cache file %s (%s)", path, e)
+        return value, False
+
+    def clear(self) -> int:
+        """Delete every cache file in the folder; the number deleted."""
+        if self.folder is None or not self.folder.is_dir():
+            return 0
+        files = list(self.folder.glob("*.npz"))
+        for f in files:
+            f.unlink(missing_ok=True)
+        return len(files)
 
 
 def save_arrays(path: Path, arrays: dict[str, np.ndarray], meta: dict) -> None:

@@ -135,7 +135,7 @@ class ClassTokens:
         out = np.full(len(marked), -1, dtype=np.int32)
         if not marked.any():
             return out
-        ptr, words, bits = _class_words(state.token_ids, state.token_class, marked, self.n_words)
+        ptr, words, bits = class_words(state.token_ids, state.token_class, marked, self.n_words)
         for c in np.flatnonzero(marked).tolist():
             w, b = words[ptr[c] : ptr[c + 1]], bits[ptr[c] : ptr[c + 1]]
             key = w.tobytes() + b.tobytes()
@@ -156,7 +156,7 @@ class ClassTokens:
 
 
 @nb.njit(cache=True)
-def _class_words(token_ids, token_class, marked, n_words):
+def class_words(token_ids, token_class, marked, n_words):
     """Per marked class, its tokens as (word, bits) pairs in first-token order; unmarked classes get none."""
     n_classes = len(marked)
     counts = np.zeros(n_classes + 1, dtype=np.int64)

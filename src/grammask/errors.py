@@ -12,6 +12,10 @@ class GrammaskError(Exception):
     """Base class of all errors grammask reports about its inputs."""
 
 
+class ConfigurationError(GrammaskError, ValueError):
+    """An argument has a wrong type or value (an unknown option, a mask row of the wrong width)."""
+
+
 class GrammarError(GrammaskError):
     """A grammar cannot be loaded or compiled (syntax, undefined names, empty language)."""
 
@@ -59,7 +63,16 @@ class TokenOutOfRangeError(TokenError):
 
 
 class TokenRejectedError(TokenError):
-    """``advance`` was given a token the current mask does not allow; the state is unchanged."""
+    """``advance`` was given a token the current mask does not allow; the state is unchanged.
+
+    ``token_id`` is the rejected token; ``reason`` says why in words (the grammar, the end of
+    output, or the token budget).
+    """
+
+    def __init__(self, token_id: int, reason: str):
+        self.token_id = token_id
+        self.reason = reason
+        super().__init__(f"token {token_id} {reason}")
 
 
 class MatcherStateError(GrammaskError):

@@ -14,9 +14,14 @@ from __future__ import annotations
 import numpy as np
 
 from grammask.bitmask import bitmask_words
+from typing import TYPE_CHECKING
+
 from grammask.budget import TokenBudget
-from grammask.errors import MatcherStateError, TokenOutOfRangeError, TokenRejectedError
+from grammask.errors import ConfigurationError, MatcherStateError, TokenOutOfRangeError, TokenRejectedError
 from grammask.parser.kernels import add_marked_classes
+
+if TYPE_CHECKING:
+    from grammask.compiled import CompiledGrammar
 
 _TERMINATED = -1
 # Stack states handed to the compiled class check; deeper stacks fall back to Python when needed.
@@ -49,17 +54,19 @@ class Matcher:
         "compiled",
     )
 
-    def __init__(self, compiled, max_tokens: int | None = None):
+    def __init__(self, compiled: CompiledGrammar, max_tokens: int | None = None):
+        """A matcher at the start of a document; use ``compiled.matcher()`` (which documents what it raises)."""
+        engine = compiled._engine
         self.compiled = compiled
-        self._rt = compiled.runtime
-        self._runner = compiled.runner
-        self._lexer = compiled.lexer
+        self._rt = engine.view
+        self._runner = engine.runner
+        self._lexer = engine.lexer
         self._lexstate = 0
         self._stack = self._runner.initial
         self._history: list[tuple[int, tuple]] = []
         self._mask: np.ndarray | None = None
         self._mask_key: tuple | None = None
-        self._budget = None if max_tokens is None else TokenBudget(compiled, max_tokens, self._lexstate, self._stack)
+        self._budget = None if max_tokens is None else self._new_budget(max_tokens)
         self._costs = self._budget  # the cost rows min_tokens_to_finish uses (made on first use when unbudgeted)
 
     # ---- queries -------------------------------------------------------------------------
@@ -108,8 +115,12 @@ class Matcher:
 
     def _cost_model(self) -> TokenBudget:
         if self._costs is None:
-            self._costs = TokenBudget(self.compiled, None, self._lexstate, self._stack)
+            self._costs = self._new_budget(None)
         return self._costs
+
+    def _new_budget(self, max_tokens: int | None) -> TokenBudget:
+        rt = self.compiled._budget_runtime()
+        return TokenBudget(rt, max_tokens, self._lexstate, self._stack, self.compiled.grammar.name)
 
     def next_token_costs(self) -> np.ndarray:
         """Per token id: :meth:`min_tokens_to_finish` after it, -1 where it is not allowed (budget included).
@@ -128,10 +139,13 @@ class Matcher:
     # ---- masks ---------------------------------------------------------------------------
 
     def fill_mask(self, row: np.ndarray) -> None:
-        """Write the allowed-token bitmask into ``row`` (int32 words, xgrammar/vLLM layout)."""
+        """Write the allowed-token bitmask into ``row`` (int32 words, xgrammar/vLLM layout).
+
+        Raises :class:`ConfigurationError` if ``row`` does not have ``bitmask_words(vocab.n_logits)`` words.
+        """
         rt = self._rt
         if row.shape[-1] != rt.n_words:
-            raise ValueError(f"mask row has {row.shape[-1]} words, expected {rt.n_words} for {self.compiled.vocab.n_logits} logits")
+            raise ConfigurationError(f"mask row has {row.shape[-1]} words, expected {rt.n_words} for {self.compiled.vocab.n_logits} logits")
         if self._lexstate == _TERMINATED:
             row[:] = 0
             row[rt.eos_words] |= rt.eos_bits
@@ -185,7 +199,12 @@ class Matcher:
     # ---- state changes -------------------------------------------------------------------
 
     def advance(self, token_id: int) -> None:
-        """Accept one token; raises :class:`TokenRejectedError` (state unchanged) if it is not allowed."""
+        """Accept one token.
+
+        Raises :class:`TokenRejectedError` (state unchanged) if it is not allowed,
+        :class:`TokenOutOfRangeError` for an id outside ``[0, vocab.n_logits)``, and
+        :class:`MatcherStateError` after EOS.
+        """
         vocab = self.compiled.vocab
         if not 0 <= token_id < vocab.n_logits:
             raise TokenOutOfRangeError(f"token id {token_id} is out of range [0, {vocab.n_logits})")
@@ -193,22 +212,22 @@ class Matcher:
             raise MatcherStateError("the matcher has already accepted EOS; roll back or start a new matcher")
         budget = self._budget
         if budget is not None and len(self._history) >= budget.limit:
-            raise TokenRejectedError(f"token {token_id} is not allowed: the budget of {budget.limit} tokens is used up")
+            raise TokenRejectedError(token_id, f"is not allowed: the budget of {budget.limit} tokens is used up")
         if token_id in vocab.eos_ids:
             if not self.is_accepting():
-                raise TokenRejectedError(f"EOS (token {token_id}) is not allowed: the output is not a complete sentence yet")
+                raise TokenRejectedError(token_id, "(EOS) is not allowed: the output is not a complete sentence yet")
             self._push(_TERMINATED, self._stack)
             return
         new = self._step(token_id)
         if new is None:
             raise TokenRejectedError(
-                f"token {token_id} ({_show(vocab.tokens[token_id] if token_id < len(vocab.tokens) else None)}) "
-                "is not allowed here"
+                token_id, f"({_show(vocab.tokens[token_id] if token_id < len(vocab.tokens) else None)}) is not allowed here"
             )
         if budget is not None and not budget.allows(token_id, self._lexstate, self._stack, len(self._history), *new):
             raise TokenRejectedError(
-                f"token {token_id} ({_show(vocab.tokens[token_id])}) is not allowed: no complete output would fit "
-                f"the budget of {budget.limit} tokens after it"
+                token_id,
+                f"({_show(vocab.tokens[token_id])}) is not allowed: no complete output would fit "
+                f"the budget of {budget.limit} tokens after it",
             )
         self._push(*new)
 
@@ -229,7 +248,7 @@ class Matcher:
         return lexstate, stack
 
     def _feed_lexer_terminals(self, stack, lexer_terminals):
-        parser_term = self.compiled.parser_term
+        parser_term = self.compiled._engine.parser_term
         feed = self._runner.feed
         for t in lexer_terminals:
             pt = parser_term[t]
@@ -253,7 +272,7 @@ class Matcher:
         return True
 
     def rollback(self, k: int = 1) -> None:
-        """Undo the last ``k`` accepted tokens."""
+        """Undo the last ``k`` accepted tokens; :class:`MatcherStateError` if fewer were accepted."""
         if k < 0 or k > len(self._history):
             raise MatcherStateError(f"cannot roll back {k} tokens: {len(self._history)} accepted so far")
         if k == 0:

@@ -3,7 +3,7 @@
 * :mod:`.lexical`: tokens to finish a pending lexeme, terminal witnesses, separators.
 * :mod:`.parser_costs`: nonterminal costs and the exits of LR states.
 * :mod:`.bounds`: stack-independent bounds that let most masks skip the budget.
-* :mod:`.tables`: the precomputed tables and their disk cache.
+* :mod:`.tables`: the precomputed tables and their encoding for the disk cache.
 * :mod:`.runtime`: completion costs of matcher states, per-state token groups.
 * :mod:`.limit`: :class:`TokenBudget`, the limit a budgeted matcher enforces.
 
@@ -14,6 +14,22 @@ Use it through ``compiled.matcher(max_tokens=N)``, ``Matcher.min_tokens_to_finis
 from grammask.budget.costs import INF
 from grammask.budget.limit import TokenBudget
 from grammask.budget.runtime import REJECTED, BudgetRuntime
-from grammask.budget.tables import BudgetTables
+from grammask.budget.tables import (
+    BUDGET_KIND,
+    BudgetTables,
+    build_budget_tables,
+    decode_budget_tables,
+    encode_budget_tables,
+)
 
-__all__ = ["INF", "REJECTED", "BudgetRuntime", "BudgetTables", "TokenBudget"]
+__all__ = [
+    "BUDGET_KIND",
+    "INF",
+    "REJECTED",
+    "BudgetRuntime",
+    "BudgetTables",
+    "TokenBudget",
+    "build_budget_tables",
+    "decode_budget_tables",
+    "encode_budget_tables",
+]

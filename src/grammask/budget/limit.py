@@ -12,48 +12,46 @@ stack. A mask is remembered so that ``advance`` of a token it allows needs no co
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 import numpy as np
 
 from grammask.budget.costs import INF
 from grammask.budget.runtime import (
     REJECTED,
+    BudgetRuntime,
     StateTokens,
     remove_over,
     select_groups,
     spread_costs,
 )
-from grammask.errors import BudgetError
-
-if TYPE_CHECKING:
-    from grammask.compiled import CompiledGrammar
+from grammask.errors import BudgetError, ConfigurationError
 
 
 class TokenBudget:
     """The limit ``N`` of a matcher family (None: costs only), with the cost rows of the stacks it has seen.
 
-    Creating one with a limit checks that a complete output fits from the given state.
+    Creating one with a limit checks that a complete output fits from the given state: raises
+    :class:`BudgetError` if none does, :class:`ConfigurationError` if ``max_tokens`` is not an int.
+    ``grammar_name`` names the grammar in that error.
     """
 
     __slots__ = ("_last", "limit", "nodes", "rt")
 
-    def __init__(self, compiled: CompiledGrammar, max_tokens: int | None, lexstate: int, stack: tuple):
-        self.rt = compiled.budget_runtime
+    def __init__(self, rt: BudgetRuntime, max_tokens: int | None, lexstate: int, stack: tuple, grammar_name: str):
+        self.rt = rt
         self.nodes = self.rt.new_nodes()
         self.limit = max_tokens
         self._last: tuple | None = None  # (lexstate, stack, used, budgeted row or None if all fit) of the last mask
         if max_tokens is None:
             return
         if isinstance(max_tokens, bool) or not isinstance(max_tokens, (int, np.integer)):
-            raise TypeError(f"max_tokens must be an int, got {type(max_tokens).__name__}")
+            raise ConfigurationError(f"max_tokens must be an int, got {type(max_tokens).__name__}")
         self.limit = int(max_tokens)
         need = self.min_tokens(lexstate, stack)
         if need > self.limit:
             shortest = "no complete output" if need >= INF else f"at least {need} tokens (EOS included)"
             raise BudgetError(
-                f"max_tokens={self.limit} is too small for grammar {compiled.grammar.name!r} with vocabulary "
-                f"{compiled.vocab.name!r}: a complete output takes {shortest}; use max_tokens={need} or more"
+                f"max_tokens={self.limit} is too small for grammar {grammar_name!r} with vocabulary "
+                f"{rt.engine.vocab.name!r}: a complete output takes {shortest}; use max_tokens={need} or more"
             )
 
     def min_tokens(self, lexstate: int, stack: tuple) -> int:
@@ -65,7 +63,7 @@ class TokenBudget:
         """Clear from the grammar's mask ``row`` every token that would not leave room to finish."""
         slack = self.limit - used - 2
         if slack < 0:
-            rt = self.rt.compiled.runtime
+            rt = self.rt.engine.view
             eos = row[rt.eos_words] & rt.eos_bits
             row[:] = 0
             row[rt.eos_words] |= eos

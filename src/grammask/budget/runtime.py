@@ -17,10 +17,8 @@ always finish, EOS included, within ``N`` tokens.
 
 from __future__ import annotations
 
-import logging
 import threading
 from dataclasses import dataclass
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 import numba as nb
@@ -28,21 +26,13 @@ import numpy as np
 
 from grammask.budget.bounds import token_bound
 from grammask.budget.costs import INF, add
-from grammask.budget.tables import (
-    BudgetTables,
-    build_budget_tables,
-    load_budget_tables,
-    save_budget_tables,
-)
-from grammask.classes import _class_words
-from grammask.errors import CacheError
-from grammask.parser.kernels import ALWAYS, NEVER, _feed
+from grammask.budget.tables import BudgetTables
+from grammask.classes import class_words
+from grammask.parser.kernels import ALWAYS, NEVER, feed_terminal
 from grammask.spanner import SequenceTable, TrieWalk, walk_alive
 
 if TYPE_CHECKING:
-    from grammask.compiled import CompiledGrammar
-
-log = logging.getLogger("grammask")
+    from grammask.engine import Engine
 
 REJECTED = -1
 """Cost of a token the grammar does not allow at all."""
@@ -271,7 +261,7 @@ def _probe_costs(which, seq_ptr, seq_terms, ends, top_row, node_state, node_pare
         n = 0
         status = ALWAYS
         for j in range(seq_ptr[p], seq_ptr[p + 1]):
-            status, real, n = _feed(action, goto, rule_len, rule_lhs, view_states, real, chain, n, seq_terms[j])
+            status, real, n = feed_terminal(action, goto, rule_len, rule_lhs, view_states, real, chain, n, seq_terms[j])
             if status != ALWAYS:
                 break
         if status != ALWAYS:
@@ -296,7 +286,7 @@ def _probe_costs(which, seq_ptr, seq_terms, ends, top_row, node_state, node_pare
         for k in range(follow_ptr[f], follow_ptr[f + 1]):
             x = follow_terms[k]
             probe[:n] = chain[:n]
-            st, r2, n2 = _feed(action, goto, rule_len, rule_lhs, view_states, real, probe, n, x)
+            st, r2, n2 = feed_terminal(action, goto, rule_len, rule_lhs, view_states, real, probe, n, x)
             if st == NEVER:
                 continue
             allowed = True
@@ -383,12 +373,12 @@ class StateTokens:
 class BudgetRuntime:
     """A compiled grammar's budget tables in the shapes decoding reads, and its per-state token groups."""
 
-    def __init__(self, compiled: CompiledGrammar):
-        self.compiled = compiled
-        self.tables = _load_or_build(compiled)
-        t, p = self.tables, self.tables.parser
-        m = compiled.mask_tables
-        lr = compiled.tables
+    def __init__(self, engine: Engine, tables: BudgetTables):
+        self.engine = engine
+        self.tables = tables
+        t, p = tables, tables.parser
+        m = engine.masks
+        lr = engine.parse
         self.lr = (lr.action, lr.goto, lr.rule_len, lr.rule_lhs)
         self.goto = lr.goto
         self.exits = (p.trans_ptr, p.trans_to, p.exit_ptr, p.exit_cost, p.exit_depth, p.exit_nt)
@@ -399,7 +389,7 @@ class BudgetRuntime:
         self.n_words = m.masks.shape[1]
         self._bound_args = (t.finish_bound, t.ignore_cost, p.exit_bound, t.goto_exit_max, t.eps1)
         self._groups: dict[int, StateTokens] = {}
-        self._seqs = SequenceTable(int(compiled.parser_term.max(initial=-1)) + 2)
+        self._seqs = SequenceTable(int(engine.parser_term.max(initial=-1)) + 2)
         self._walk: TrieWalk | None = None  # scratch of the vocabulary walks, made on the first one
         self._lock = threading.Lock()
         self._contexts: dict[tuple[int, ...], np.ndarray] = {}
@@ -410,7 +400,7 @@ class BudgetRuntime:
         self._symbolic_parser = self.parser[:-1] + (0,)
 
     def new_nodes(self) -> NodeTable:
-        return NodeTable(self.compiled.tables.n_states)
+        return NodeTable(self.engine.parse.n_states)
 
     def probe_costs(self, nodes: NodeTable, top_row: int, which: np.ndarray, seq_ptr: np.ndarray,
                     seq_terms: np.ndarray, ends: np.ndarray, cap: int = INF) -> np.ndarray:
@@ -470,10 +460,8 @@ class BudgetRuntime:
         return hit
 
     def _build_groups(self, q: int) -> StateTokens:
-        from grammask.compiled import _vocab_trie
-
-        c = self.compiled
-        trie = _vocab_trie(c.vocab)
+        c = self.engine
+        trie = c.trie
         if self._walk is None:
             self._walk = TrieWalk(trie)
         entries, seq, end = walk_alive(trie, c.lexer.trans, c.lexer.accept, c.parser_term, q, self._seqs, self._walk)
@@ -487,7 +475,7 @@ class BudgetRuntime:
         rank = np.empty(len(order), dtype=np.int32)
         rank[order] = np.arange(len(order), dtype=np.int32)
         sequences = [sequences[i] for i in order.tolist()]
-        tok_ptr, tok_words, tok_bits = _class_words(trie.token_ids[entries], rank[token_group.ravel()],
+        tok_ptr, tok_words, tok_bits = class_words(trie.token_ids[entries], rank[token_group.ravel()],
                                                     np.ones(len(order), dtype=np.bool_), self.n_words)
         return StateTokens(
             seq_ptr=np.cumsum([0] + [len(e) for e in sequences]).astype(np.int64),
@@ -505,20 +493,3 @@ class BudgetRuntime:
 _ONE = np.zeros(1, dtype=np.int64)
 _EMPTY_PTR = np.zeros(2, dtype=np.int64)
 _EMPTY_TERMS = np.zeros(0, dtype=np.int32)
-
-
-def _load_or_build(compiled: CompiledGrammar) -> BudgetTables:
-    from grammask.compiled import cache_key
-
-    path: Path | None = compiled.cache_path
-    budget_path = None if path is None else path.with_name(path.stem + ".budget.npz")
-    key = cache_key(compiled.grammar, compiled.vocab)
-    if budget_path is not None and budget_path.exists():
-        try:
-            return load_budget_tables(budget_path, key)
-        except CacheError as e:
-            log.warning("grammask: %s; rebuilding it", e)
-    tables = build_budget_tables(compiled)
-    if budget_path is not None:
-        save_budget_tables(budget_path, key, tables)
-    return tables

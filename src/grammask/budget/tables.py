@@ -1,17 +1,14 @@
-"""The precomputed budget tables of a compiled grammar, and their place in the disk cache.
+"""The precomputed budget tables of a compiled grammar, and their encoding as plain arrays.
 
-Built once per grammar and vocabulary (the first time a budget is asked for), then kept beside
-the compiled grammar's cache file as ``<key>.budget.npz`` in the same format (plain arrays,
-no pickles, keyed by the compiled grammar's cache key and :data:`BUDGET_FORMAT`).
+Built once per grammar and vocabulary (the first time a budget is asked for); the disk cache
+(:mod:`grammask.cache`) keeps them beside the compiled grammar, as kind :data:`BUDGET_KIND`.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import logging
 import time
 from dataclasses import dataclass
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -23,15 +20,12 @@ from grammask.budget.parser_costs import (
     build_parser_costs,
     follow_terminals,
 )
-from grammask.cache import load_arrays, save_arrays
-from grammask.errors import CacheError
 
 if TYPE_CHECKING:
-    from grammask.compiled import CompiledGrammar
+    from grammask.engine import Engine
 
-log = logging.getLogger("grammask")
-
-BUDGET_FORMAT = 1
+BUDGET_KIND = "budget1"
+"""The cache kind of budget tables; the number changes with their format."""
 
 
 @dataclass(frozen=True)
@@ -60,22 +54,20 @@ class BudgetTables:
         return 1 + self.parser.eps_pushes
 
 
-def build_budget_tables(compiled: CompiledGrammar) -> BudgetTables:
-    """Compute the budget tables of ``compiled`` (seconds for large grammars and vocabularies)."""
-    from grammask.compiled import _vocab_trie as vocab_trie
-
+def build_budget_tables(engine: Engine) -> BudgetTables:
+    """Compute the budget tables of a compiled grammar (seconds for large grammars and vocabularies)."""
     start = time.perf_counter()
-    tables = compiled.tables
-    trie = vocab_trie(compiled.vocab)
-    lexical = build_lexical_costs(compiled.lexer, compiled.parser_term, trie, follow_terminals(tables))
+    tables = engine.parse
+    trie = engine.trie
+    lexical = build_lexical_costs(engine.lexer, engine.parser_term, trie, follow_terminals(tables))
     parser = build_parser_costs(tables, lexical.term_cost)
-    m = compiled.mask_tables
+    m = engine.masks
     fptr = m.follow_ptr.tolist()
     follow_sets = [(m.follow_terms[fptr[f]: fptr[f + 1]], bool(a)) for f, a in enumerate(m.follow_any.tolist())]
     finish, ignore = finish_bounds(lexical.lex_cost, follow_sets, m.state_follow, parser.exit_bound)
     partial = BudgetTables(lexical, parser, finish, ignore, np.zeros(0, dtype=np.int64))
-    bound = state_bounds(trie.node_byte, trie.node_parent, trie.node_end, trie.node_tok_ptr, compiled.lexer.trans,
-                         compiled.lexer.accept, compiled.parser_term, finish, ignore, parser.exit_bound,
+    bound = state_bounds(trie.node_byte, trie.node_parent, trie.node_end, trie.node_tok_ptr, engine.lexer.trans,
+                         engine.lexer.accept, engine.parser_term, finish, ignore, parser.exit_bound,
                          partial.goto_exit_max, partial.eps1)
     return dataclasses.replace(partial, state_bound=bound, seconds=time.perf_counter() - start)
 
@@ -84,8 +76,8 @@ _PARTS = {"lexical": LexicalCosts, "parser": ParserCosts}
 _ARRAYS = ("finish_bound", "ignore_cost", "state_bound")
 
 
-def save_budget_tables(path: Path, key: str, t: BudgetTables) -> None:
-    """Write ``t`` to ``path`` for the compiled grammar of cache key ``key`` (a warning on failure)."""
+def encode_budget_tables(t: BudgetTables) -> tuple[dict[str, np.ndarray], dict]:
+    """``t`` as named arrays and JSON-able metadata (see :func:`decode_budget_tables`)."""
     arrays = {f: getattr(t, f) for f in _ARRAYS}
     scalars = {}
     for part in _PARTS:
@@ -95,26 +87,14 @@ def save_budget_tables(path: Path, key: str, t: BudgetTables) -> None:
                 arrays[f"{part}.{f.name}"] = value
             else:
                 scalars[f"{part}.{f.name}"] = value
-    meta = {"key": _file_key(key), "scalars": scalars, "seconds": t.seconds}
-    try:
-        save_arrays(path, arrays, meta)
-    except OSError as e:
-        log.warning("grammask: could not write the budget cache %s (%s)", path, e)
+    return arrays, {"scalars": scalars, "seconds": t.seconds}
 
 
-def load_budget_tables(path: Path, key: str) -> BudgetTables:
-    """Read tables written by :func:`save_budget_tables`; :class:`CacheError` if missing, corrupt or stale."""
-    arrays, meta = load_arrays(path, _file_key(key))
-    try:
-        values = {**arrays, **meta["scalars"]}
-        parts = {
-            part: cls(**{f.name: values[f"{part}.{f.name}"] for f in dataclasses.fields(cls)})
-            for part, cls in _PARTS.items()
-        }
-        return BudgetTables(**parts, **{f: arrays[f] for f in _ARRAYS}, seconds=float(meta["seconds"]))
-    except (KeyError, TypeError) as e:
-        raise CacheError(f"budget cache file {path} lacks a field ({e})") from None
-
-
-def _file_key(key: str) -> str:
-    return f"budget{BUDGET_FORMAT}:{key}"
+def decode_budget_tables(arrays: dict[str, np.ndarray], meta: dict) -> BudgetTables:
+    """The tables :func:`encode_budget_tables` encoded; KeyError or TypeError if a field is missing."""
+    values = {**arrays, **meta["scalars"]}
+    parts = {
+        part: cls(**{f.name: values[f"{part}.{f.name}"] for f in dataclasses.fields(cls)})
+        for part, cls in _PARTS.items()
+    }
+    return BudgetTables(**parts, **{f: arrays[f] for f in _ARRAYS}, seconds=float(meta["seconds"]))

@@ -8,15 +8,8 @@ import warnings
 from pathlib import Path
 
 from grammask.commands.sources import read_schema, read_text
-from grammask.errors import GrammarError
-from grammask.grammar.gbnf import grammar_from_gbnf
-from grammask.grammar.ir import Grammar
-from grammask.grammar.json_schema import (
-    PROPERTY_ORDERS,
-    WHITESPACE_POLICIES,
-    grammar_from_json_schema,
-)
-from grammask.grammar.regex_frontend import grammar_from_regex
+from grammask.grammar import Grammar, SchemaOptions
+from grammask.grammar.json_schema.options import PROPERTY_ORDERS, WHITESPACE_POLICIES
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
@@ -47,12 +40,12 @@ def run(args: argparse.Namespace) -> int:
         grammar = read_source(args)
     front_s = time.perf_counter() - start
     print(f"grammar {grammar.name}: {len(grammar.terminals)} terminals, {len(grammar.nonterminals)} nonterminals, {len(grammar.rules)} rules (built in {front_s:.3f} s)")
-    for note in getattr(grammar, "notes", ()):
+    for note in grammar.notes:
         print(f"not enforced: {note}")
     if args.tokenizer is None:
         print("no --tokenizer given: not compiled against a vocabulary")
         return 0
-    from grammask.compiled import compile as compile_grammar
+    from grammask.compiler import compile as compile_grammar
 
     vocab = _vocabulary(args.tokenizer)
     start = time.perf_counter()
@@ -64,26 +57,22 @@ def run(args: argparse.Namespace) -> int:
 def read_source(args: argparse.Namespace) -> Grammar:
     """The grammar named by the command's source option."""
     if args.regex is not None:
-        return grammar_from_regex(args.regex)
+        return Grammar.from_regex(args.regex)
     if args.lark is not None:
         path = Path(args.lark)
         return Grammar.from_lark(read_text(path), name=path.stem)
     if args.gbnf is not None:
         path = Path(args.gbnf)
-        return grammar_from_gbnf(read_text(path), name=path.stem)
+        return Grammar.from_gbnf(read_text(path), name=path.stem)
     path = Path(args.schema)
     schema = read_schema(path)
-    whitespace: str | int = int(args.whitespace) if args.whitespace.isdigit() else args.whitespace
-    if whitespace not in WHITESPACE_POLICIES and not isinstance(whitespace, int):
-        raise GrammarError(f"--whitespace must be one of {', '.join(WHITESPACE_POLICIES)} or an indent width, not {args.whitespace!r}")
-    return grammar_from_json_schema(
-        schema,
-        whitespace=whitespace,
+    options = SchemaOptions.from_text(
+        args.whitespace,
         property_order=args.property_order,
         additional_properties=not args.no_additional_properties,
         strict=not args.lenient,
-        name=path.stem,
     )
+    return Grammar.from_json_schema(schema, options, name=path.stem)
 
 
 def _vocabulary(spec: str):

@@ -6,7 +6,8 @@ from dataclasses import dataclass
 from os import PathLike
 from typing import TYPE_CHECKING
 
-from grammask.compiled import CompiledGrammar, compile
+from grammask.compiled import CompiledGrammar
+from grammask.compiler import compile
 from grammask.decoding.beam import BeamSearch
 from grammask.decoding.greedy import Greedy
 from grammask.decoding.mcts import MCTS

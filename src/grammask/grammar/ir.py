@@ -40,8 +40,10 @@ class Grammar:
     """A context-free grammar with a separate lexer: the one shape all front ends compile to.
 
     Terminals in ``ignore`` are consumed by the lexer between other terminals and never
-    reach the parser. Build one with a front end (:meth:`from_lark`, :meth:`builtin`) rather
-    than by hand; the constructor checks that every name is defined.
+    reach the parser. Build one with a front end (``Grammar.from_lark``, ``Grammar.builtin``, ...,
+    attached by :mod:`grammask.grammar`) rather than by hand; the constructor checks that every
+    name is defined and raises :class:`~grammask.errors.GrammarError` otherwise. ``notes`` do not
+    change the language, so they are left out of equality and the fingerprint.
     """
 
     terminals: tuple[Terminal, ...]
@@ -49,6 +51,8 @@ class Grammar:
     start: str
     ignore: frozenset[str] = frozenset()
     name: str = field(default="grammar", compare=False)
+    notes: tuple[str, ...] = field(default=(), compare=False)
+    """What the front end could not enforce (e.g. schema keywords dropped with ``strict=False``)."""
 
     def __post_init__(self) -> None:
         term_names = [t.name for t in self.terminals]
@@ -96,68 +100,3 @@ class Grammar:
             "ignore": sorted(self.ignore),
         }
         return hashlib.sha256(json.dumps(doc, sort_keys=True).encode()).hexdigest()
-
-    # Front ends live in their own modules; these are the public doors to them.
-
-    @classmethod
-    def from_lark(cls, text: str, *, start: str = "start", name: str = "lark") -> Grammar:
-        """Load a grammar written in Lark's EBNF (``%import common``, ``%ignore``, priorities)."""
-        from grammask.grammar.lark_frontend import grammar_from_lark
-
-        return grammar_from_lark(text, start=start, name=name)
-
-    @classmethod
-    def from_json_schema(
-        cls,
-        schema,
-        *,
-        whitespace="compact",
-        property_order: str = "schema",
-        additional_properties: bool = True,
-        strict: bool = True,
-        name: str = "json_schema",
-    ) -> Grammar:
-        """A grammar for the JSON documents a JSON Schema (draft 2020-12) accepts.
-
-        ``whitespace``: ``"compact"`` (bounded optional whitespace), ``"any"`` (RFC 8259) or an
-        indent width for pretty-printed output. ``property_order``: ``"schema"`` (as listed) or
-        ``"any"``. ``additional_properties``: the value assumed where the schema does not say.
-        A keyword that cannot be enforced exactly raises ``UnsupportedSchemaError`` (naming it and
-        its JSON pointer) when ``strict``; otherwise it is warned about and listed in ``notes``.
-        """
-        from grammask.grammar.json_schema import grammar_from_json_schema
-
-        return grammar_from_json_schema(
-            schema,
-            whitespace=whitespace,
-            property_order=property_order,
-            additional_properties=additional_properties,
-            strict=strict,
-            name=name,
-        )
-
-    @classmethod
-    def from_regex(cls, pattern: str, *, name: str = "regex") -> Grammar:
-        """A grammar whose sentences are the strings ``re.fullmatch(pattern, s)`` accepts."""
-        from grammask.grammar.regex_frontend import grammar_from_regex
-
-        return grammar_from_regex(pattern, name=name)
-
-    @classmethod
-    def from_gbnf(cls, text: str, *, start: str = "root", name: str = "gbnf") -> Grammar:
-        """Load a llama.cpp GBNF grammar."""
-        from grammask.grammar.gbnf import grammar_from_gbnf
-
-        return grammar_from_gbnf(text, start=start, name=name)
-
-    @classmethod
-    def builtin(cls, name: str) -> Grammar:
-        """A grammar shipped with grammask: ``json`` (RFC 8259) or ``c`` (a C subset)."""
-        from grammask.grammar.builtin import load_builtin
-
-        return load_builtin(name)
-
-    @classmethod
-    def json(cls) -> Grammar:
-        """The built-in RFC 8259 JSON grammar."""
-        return cls.builtin("json")

@@ -19,7 +19,7 @@ _SCRATCH = 128
 
 
 @nb.njit(cache=True, inline="always")
-def _feed(action, goto, rule_len, rule_lhs, stack, real, scratch, n_scratch, terminal):
+def feed_terminal(action, goto, rule_len, rule_lhs, stack, real, scratch, n_scratch, terminal):
     """Feed one terminal to the overlay (``real`` given states in use + ``n_scratch`` pushed ones).
 
     Returns (status, real, n_scratch): ALWAYS shifted, NEVER syntax error, UNKNOWN popped every given state.
@@ -99,7 +99,7 @@ def check_classes(action, goto, rule_len, rule_lhs, stack, classes, lcp, seq_ptr
             n_scratch = snap_n[shared]
             scratch[:n_scratch] = snap[shared, :n_scratch]
             for d in range(shared, length):
-                status, real, n_scratch = _feed(action, goto, rule_len, rule_lhs, stack, real, scratch, n_scratch,
+                status, real, n_scratch = feed_terminal(action, goto, rule_len, rule_lhs, stack, real, scratch, n_scratch,
                                                 seq_terms[start + d])
                 if status != ALWAYS:
                     failed_at = d + 1
@@ -117,7 +117,7 @@ def check_classes(action, goto, rule_len, rule_lhs, stack, classes, lcp, seq_ptr
                     x = follow_terms[j]
                     if tried[x] != config:
                         probe[:n_scratch] = scratch[:n_scratch]
-                        tried_status[x], _, _ = _feed(action, goto, rule_len, rule_lhs, stack, real, probe,
+                        tried_status[x], _, _ = feed_terminal(action, goto, rule_len, rule_lhs, stack, real, probe,
                                                       n_scratch, x)
                         tried[x] = config
                     if tried_status[x] == ALWAYS:

@@ -6,6 +6,7 @@ from importlib import resources
 
 from grammask.errors import GrammarError
 from grammask.grammar.ir import Grammar
+from grammask.grammar.lark_frontend import grammar_from_lark
 
 BUILTIN_NAMES = ("json", "c")
 
@@ -18,7 +19,5 @@ def builtin_source(name: str) -> str:
 
 
 def load_builtin(name: str) -> Grammar:
-    """Load a built-in grammar by name."""
-    from grammask.grammar.lark_frontend import grammar_from_lark
-
+    """A grammar shipped with grammask: ``json`` (RFC 8259) or ``c`` (a C subset); GrammarError for other names."""
     return grammar_from_lark(builtin_source(name), name=name)

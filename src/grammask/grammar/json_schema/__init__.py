@@ -11,70 +11,52 @@ silence. The pipeline: :mod:`.reader` turns the schema into per-type :mod:`.shap
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
+
+from lark.exceptions import GrammarError as LarkGrammarError
 
 from grammask.errors import GrammarError, UnsupportedSchemaError
 from grammask.grammar.ir import Grammar
 from grammask.grammar.json_schema.emit import Emitter
+from grammask.grammar.json_schema.options import SchemaOptions
 from grammask.grammar.json_schema.reader import Issues, SchemaReader
+from grammask.grammar.lark_export import lark_parser
 
-WHITESPACE_POLICIES = ("compact", "any")
-PROPERTY_ORDERS = ("schema", "any")
-
-
-@dataclass(frozen=True)
-class SchemaGrammar(Grammar):
-    """A grammar compiled from a JSON Schema; ``notes`` lists keywords that constrain nothing
-    (ignored with ``strict=False``, or unknown formats) with their JSON pointers."""
-
-    notes: tuple[str, ...] = field(default=(), compare=False)
+__all__ = ["SchemaOptions", "grammar_from_json_schema"]
 
 
 def grammar_from_json_schema(
-    schema: object,
-    *,
-    whitespace: str | int = "compact",
-    property_order: str = "schema",
-    additional_properties: bool = True,
-    strict: bool = True,
-    name: str = "json_schema",
-) -> SchemaGrammar:
+    schema: object, options: SchemaOptions | None = None, *, name: str = "json_schema", **settings: object
+) -> Grammar:
     """The grammar of the JSON documents ``schema`` accepts (a dict, a bool, or JSON text).
 
-    ``whitespace``: ``"compact"`` (default) admits no whitespace except one optional space
-    after ``,`` and ``:`` (so both ``json.dumps`` styles are accepted and output can never run
-    on in whitespace); ``"any"`` admits RFC 8259 whitespace between tokens; an ``int`` n admits
-    exactly the ``json.dumps(doc, indent=n)`` layout down to 16 levels of nesting (deeper values
-    are written as ``json.dumps(value, separators=(",", ": "))`` does).
-
-    ``property_order``: ``"schema"`` (default) admits declared properties in the order the
-    schema lists them, then undeclared ones; ``"any"`` admits any order (each property at most
-    once; at most 8 declared properties per object).
-
-    ``additional_properties=False`` forbids undeclared properties where the schema leaves
-    ``additionalProperties`` unset (the specification allows them).
+    ``options`` (or the same fields as keywords: ``whitespace``, ``property_order``,
+    ``additional_properties``, ``strict``; see :class:`SchemaOptions`) say how documents are spelled.
 
     Strings are admitted in the spellings JSON encoders use (printable ASCII never
     ``\\u``-escaped); numbers with ``minimum``-like bounds without an exponent. ``oneOf`` is
     exact where its branches' complements can be expressed, and treated as ``anyOf`` only
-    where the branches are disjoint. A keyword that cannot be enforced exactly raises
-    :class:`UnsupportedSchemaError` naming it and its JSON pointer; with ``strict=False`` it is
-    dropped instead, listed in a warning and in :attr:`SchemaGrammar.notes`.
+    where the branches are disjoint. Keywords dropped with ``strict=False`` and unknown formats
+    are listed in the grammar's ``notes``.
+
+    Raises :class:`~grammask.errors.UnsupportedSchemaError` for a keyword that cannot be enforced
+    exactly (naming it and its JSON pointer) when strict, :class:`~grammask.errors.GrammarError`
+    for schema text that is not JSON or a schema no document satisfies, and
+    :class:`~grammask.errors.ConfigurationError` for a bad option.
     """
+    if options is None:
+        options = SchemaOptions(**settings)
+    elif settings:
+        options = SchemaOptions(**{**options.__dict__, **settings})
     if isinstance(schema, str):
         try:
             schema = json.loads(schema)
         except json.JSONDecodeError as e:
             raise GrammarError(f"the JSON Schema text is not JSON: {e}") from None
-    if whitespace not in WHITESPACE_POLICIES and not (isinstance(whitespace, int) and not isinstance(whitespace, bool) and whitespace >= 0):
-        raise ValueError(f"whitespace must be one of {WHITESPACE_POLICIES} or an indent width, not {whitespace!r}")
-    if property_order not in PROPERTY_ORDERS:
-        raise ValueError(f"property_order must be one of {PROPERTY_ORDERS}, not {property_order!r}")
-    issues = Issues(strict)
+    issues = Issues(options.strict)
     reader = SchemaReader(schema, issues)
-    emitter = Emitter(reader, whitespace=whitespace, property_order=property_order, additional_properties=additional_properties)
+    emitter = Emitter(reader, options)
     terminals, rules, ignored = emitter.finish(frozenset({reader.root}))
-    grammar = SchemaGrammar(terminals, rules, "start", ignored, name=name, notes=tuple(issues.notes))
+    grammar = Grammar(terminals, rules, "start", ignored, name=name, notes=tuple(issues.notes))
     if emitter.unions:
         _check_lalr(grammar, emitter.unions)
     return grammar
@@ -82,10 +64,6 @@ def grammar_from_json_schema(
 
 def _check_lalr(grammar: Grammar, unions: list[str]) -> None:
     """Raise a schema-level error where alternatives of several objects or arrays conflict."""
-    from lark.exceptions import GrammarError as LarkGrammarError
-
-    from grammask.grammar.lark_export import lark_parser
-
     try:
         lark_parser(grammar, strict=True)
     except LarkGrammarError as e:

@@ -9,6 +9,7 @@ from grammask.errors import EmptyLanguageError, UnsupportedSchemaError
 from grammask.grammar.ir import Rule, Terminal
 from grammask.grammar.json_schema.family import Family
 from grammask.grammar.json_schema.numbers import NumberSet
+from grammask.grammar.json_schema.options import SchemaOptions
 from grammask.grammar.json_schema.reader import MAX_ANY_ORDER, SchemaReader
 from grammask.grammar.json_schema.shapes import (
     ArrayShape,
@@ -105,11 +106,11 @@ class Punctuation:
 class Emitter:
     """Builds the rules of one schema grammar; :meth:`finish` returns terminals and rules."""
 
-    def __init__(self, reader: SchemaReader, *, whitespace: str | int, property_order: str, additional_properties: bool):
+    def __init__(self, reader: SchemaReader, options: SchemaOptions):
         self.reader = reader
-        self.punct = Punctuation(whitespace)
-        self.property_order = property_order
-        self.allow_implicit = additional_properties
+        self.punct = Punctuation(options.whitespace)
+        self.property_order = options.property_order
+        self.allow_implicit = options.additional_properties
         self.rules: list[Rule] = []
         self.strings = Family()
         self.numbers = Family()

@@ -1,19 +1,18 @@
-"""Offline compilation of a grammar against a vocabulary (GreatGramma Alg. 4-5), cached on disk.
+"""The offline builder of mask tables: a grammar's lexer and parse tables against a vocabulary (GreatGramma Alg. 4-5).
 
 For every lexer state ``q`` a matcher can be in between tokens, the vocabulary is walked once
 (:mod:`grammask.spanner`) and its tokens are grouped into *classes* that look the same to the
 parser: same emitted terminal sequence ``E``, same set ``P`` of terminals the pending lexeme
 can still become. For every LR state ``p`` that can be on top of the stack while the lexer is
-in ``q``, each class is classified (:mod:`grammask.parser.analysis`): ALWAYS-accepted classes
+in ``q``, each class is classified (:mod:`grammask.parser.kernels`): ALWAYS-accepted classes
 are OR-ed into one precomputed bitmask for ``(q, p)``; DEPENDS classes are kept as a short
 list, checked against the real stack at decoding time; NEVER classes are dropped.
 """
 
 from __future__ import annotations
 
-import logging
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -35,8 +34,6 @@ from grammask.spanner import SequenceTable, TrieWalk, VocabTrie, walk_alive
 
 if TYPE_CHECKING:
     from grammask.vocab import Vocabulary
-
-log = logging.getLogger("grammask")
 
 FORMAT_VERSION = 1
 
@@ -85,21 +82,6 @@ class MaskTables:
     @property
     def nbytes(self) -> int:
         return sum(getattr(self, f).nbytes for f in self.__dataclass_fields__)
-
-
-@dataclass(frozen=True)
-class CompileStats:
-    """What compilation did and how long it took (seconds)."""
-
-    seconds: float
-    lexer_states: int
-    reachable_lexer_states: int
-    parser_states: int
-    pairs: int
-    masks: int
-    depends_classes: int
-    from_cache: bool = False
-    phases: dict = field(default_factory=dict)
 
 
 def parser_terminal_map(grammar: Grammar, lexer: LexerAutomaton) -> tuple[tuple[str, ...], np.ndarray]:

@@ -1,0 +1,174 @@
+"""``Compiler``: compiles grammars for one vocabulary and owns their caches and threads.
+
+One compiler per vocabulary (as xgrammar's ``GrammarCompiler``): it builds the vocabulary's byte
+trie once, keeps recently compiled grammars in a bounded in-memory cache, reads and writes the
+disk cache (:mod:`grammask.cache`), and compiles in the background on its own threads when asked
+(:meth:`Compiler.submit`). :func:`compile` is the one-line convenience over a small set of shared
+compilers.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import threading
+import time
+from collections import OrderedDict
+from concurrent.futures import Future, ThreadPoolExecutor
+from pathlib import Path
+
+from grammask.cache import DiskCache
+from grammask.compiled import CompiledGrammar, CompileStats
+from grammask.engine import Engine
+from grammask.errors import ConfigurationError
+from grammask.fetch import cache_dir
+from grammask.grammar.ir import Grammar
+from grammask.mask_tables import FORMAT_VERSION, build_front, build_mask_tables
+from grammask.spanner import VocabTrie
+from grammask.vocab import Vocabulary
+
+
+class Compiler:
+    """Compiles grammars for ``vocab``.
+
+    ``cache``: True keeps compiled grammars in the user cache directory (``$GRAMMASK_CACHE`` or
+    ``~/.cache/grammask``), a path in that directory, False on no disk. ``max_memory``: how many
+    compiled grammars stay in memory (least recently used first out). ``threads``: workers of
+    :meth:`submit`. Thread-safe. Raises :class:`~grammask.errors.ConfigurationError` for a bad argument.
+    """
+
+    def __init__(self, vocab: Vocabulary, *, cache: bool | str | Path = True, max_memory: int = 64, threads: int = 1):
+        if max_memory < 0 or threads < 1:
+            raise ConfigurationError(f"max_memory must be >= 0 and threads >= 1, not {max_memory} and {threads}")
+        self.vocab = vocab
+        self._disk = DiskCache(_cache_folder(cache))
+        self._max_memory = max_memory
+        self._memory: OrderedDict[str, CompiledGrammar] = OrderedDict()
+        self._lock = threading.Lock()
+        self._trie: VocabTrie | None = None
+        self._threads = threads
+        self._pool: ThreadPoolExecutor | None = None
+
+    def compile(self, grammar: Grammar) -> CompiledGrammar:
+        """``grammar`` compiled for this compiler's vocabulary (from memory or disk when cached).
+
+        Raises the :class:`~grammask.errors.GrammarError` subclasses of a grammar that cannot be
+        compiled (a terminal no automaton can express, an LALR conflict, an empty language).
+        """
+        key = self._key(grammar)
+        with self._lock:
+            hit = self._memory.get(key)
+            if hit is not None:
+                self._memory.move_to_end(key)
+        if hit is not None:
+            return hit if hit.grammar.notes == grammar.notes else hit.with_grammar(grammar)
+        start = time.perf_counter()
+        built_stats: list[CompileStats] = []
+
+        def build() -> tuple[Engine, CompileStats]:
+            engine, stats = self._build(grammar)
+            built_stats.append(stats)
+            return engine, stats
+
+        (engine, stats), from_disk = self._disk.get_or_build(key, "", build, _encode, self._decode)
+        if from_disk:
+            stats = CompileStats(**{**stats.__dict__, "seconds": time.perf_counter() - start, "from_cache": True})
+        compiled = CompiledGrammar(grammar, engine, stats, self._disk, key)
+        with self._lock:
+            self._memory[key] = compiled
+            while len(self._memory) > self._max_memory:
+                self._memory.popitem(last=False)
+        return compiled
+
+    def submit(self, grammar: Grammar) -> Future[CompiledGrammar]:
+        """Compile ``grammar`` on the compiler's threads; the future's ``result(timeout)`` waits for it."""
+        with self._lock:
+            if self._pool is None:
+                self._pool = ThreadPoolExecutor(self._threads, thread_name_prefix="grammask-compile")
+            pool = self._pool
+        return pool.submit(self.compile, grammar)
+
+    def clear(self, *, disk: bool = False) -> None:
+        """Forget the grammars held in memory; with ``disk=True`` also delete the disk cache's files."""
+        with self._lock:
+            self._memory.clear()
+        if disk:
+            self._disk.clear()
+
+    def trie(self) -> VocabTrie:
+        """The vocabulary's byte trie (built on first use)."""
+        with self._lock:
+            if self._trie is None:
+                self._trie = VocabTrie.from_vocab(self.vocab)
+            return self._trie
+
+    def _key(self, grammar: Grammar) -> str:
+        text = f"{FORMAT_VERSION}:{grammar.fingerprint()}:{self.vocab.fingerprint()}"
+        return hashlib.sha256(text.encode()).hexdigest()
+
+    def _build(self, grammar: Grammar) -> tuple[Engine, CompileStats]:
+        start = time.perf_counter()
+        lexer, tables, parser_term = build_front(grammar)
+        t_front = time.perf_counter() - start
+        trie = self.trie()
+        t_trie = time.perf_counter() - start - t_front
+        masks, phases = build_mask_tables(lexer, tables, parser_term, self.vocab, trie)
+        stats = CompileStats(
+            seconds=time.perf_counter() - start,
+            lexer_states=lexer.n_states,
+            reachable_lexer_states=int(phases.pop("reachable_states")),
+            parser_states=tables.n_states,
+            pairs=len(masks.pair_mask),
+            masks=len(masks.masks),
+            depends_classes=len(masks.dep_word_ptr) - 1,
+            phases=dict(front=t_front, trie=t_trie, **phases),
+        )
+        return Engine(lexer, tables, parser_term, masks, self.vocab, trie), stats
+
+    def _decode(self, arrays: dict, meta: dict) -> tuple[Engine, CompileStats]:
+        engine = Engine.from_arrays(arrays, meta, self.vocab, self.trie())
+        return engine, CompileStats(seconds=0.0, from_cache=True, **meta["stats"])
+
+
+def _encode(value: tuple[Engine, CompileStats]) -> tuple[dict, dict]:
+    engine, stats = value
+    arrays, meta = engine.to_arrays()
+    meta["stats"] = {k: v for k, v in stats.__dict__.items() if k not in ("seconds", "from_cache", "phases")}
+    return arrays, meta
+
+
+def _cache_folder(cache: bool | str | Path) -> Path | None:
+    if cache is False:
+        return None
+    if cache is True:
+        return cache_dir("compiled")
+    if isinstance(cache, (str, Path)):
+        return Path(cache)
+    raise ConfigurationError(f"cache must be True, False or a directory, not {cache!r}")
+
+
+_SHARED_LIMIT = 8
+_shared: OrderedDict[tuple[str, Path | None], Compiler] = OrderedDict()
+_shared_lock = threading.Lock()
+
+
+def compile(grammar: Grammar, vocab: Vocabulary, *, cache: bool | str | Path = True) -> CompiledGrammar:
+    """Compile ``grammar`` for ``vocab`` with a shared :class:`Compiler` (one per vocabulary and cache folder).
+
+    ``cache`` as for :class:`Compiler`. Raises what :meth:`Compiler.compile` raises.
+    """
+    where = (vocab.fingerprint(), _cache_folder(cache))
+    with _shared_lock:
+        compiler = _shared.get(where)
+        if compiler is None:
+            compiler = _shared[where] = Compiler(vocab, cache=cache)
+            while len(_shared) > _SHARED_LIMIT:
+                _shared.popitem(last=False)
+        else:
+            _shared.move_to_end(where)
+    return compiler.compile(grammar)
+
+
+def clear_caches() -> None:
+    """Forget the compilers :func:`compile` shares, and the grammars they hold in memory (the disk cache stays)."""
+    with _shared_lock:
+        _shared.clear()

@@ -1,0 +1,123 @@
+"""What a compiled grammar is made of: its lexer, parse tables and mask tables for one vocabulary.
+
+An :class:`Engine` is the immutable bundle the matcher and the token budget read, with the
+per-process views built from it on first use (:class:`MatcherView`, the LR runner), and its
+encoding as plain arrays plus JSON metadata for the disk cache (:mod:`grammask.cache`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import itertools
+from dataclasses import dataclass
+from functools import cached_property
+
+import numpy as np
+
+from grammask.automata.lexer import LexerAutomaton
+from grammask.mask_tables import MaskTables
+from grammask.parser.stack import LRRunner
+from grammask.parser.tables import ParseTables
+from grammask.spanner import VocabTrie
+from grammask.vocab import Vocabulary
+
+_LEXER_FIELDS = ("trans", "accept", "produce", "ignored")
+_TABLE_ARRAYS = ("action", "goto", "rule_lhs", "rule_len", "rule_rhs")
+
+
+@dataclass(frozen=True, eq=False)
+class Engine:
+    """The compiled tables of one grammar for one vocabulary (``trie`` is the vocabulary's byte trie)."""
+
+    lexer: LexerAutomaton
+    parse: ParseTables
+    parser_term: np.ndarray
+    masks: MaskTables
+    vocab: Vocabulary
+    trie: VocabTrie
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes held by the tables (masks, lexer, parser)."""
+        lexer = sum(a.nbytes for a in (self.lexer.trans, self.lexer.accept, self.lexer.produce))
+        return self.masks.nbytes + lexer + self.parse.action.nbytes + self.parse.goto.nbytes
+
+    @cached_property
+    def runner(self) -> LRRunner:
+        return LRRunner(self.parse)
+
+    @cached_property
+    def view(self) -> MatcherView:
+        return MatcherView(self)
+
+    def to_arrays(self) -> tuple[dict[str, np.ndarray], dict]:
+        """The tables as named arrays and JSON-able metadata (see :meth:`from_arrays`)."""
+        arrays = {f"lexer.{f}": getattr(self.lexer, f) for f in _LEXER_FIELDS}
+        arrays.update({f"tables.{f}": getattr(self.parse, f) for f in _TABLE_ARRAYS})
+        arrays.update({f"masks.{f.name}": getattr(self.masks, f.name) for f in dataclasses.fields(MaskTables)})
+        arrays["parser_term"] = self.parser_term
+        meta = {
+            "lexer_terminals": list(self.lexer.terminals),
+            "parser_terminals": list(self.parse.terminals),
+            "nonterminals": list(self.parse.nonterminals),
+            "rule_text": list(self.parse.rule_text),
+            "start_state": self.parse.start_state,
+            "accept_state": self.parse.accept_state,
+        }
+        return arrays, meta
+
+    @classmethod
+    def from_arrays(cls, arrays: dict[str, np.ndarray], meta: dict, vocab: Vocabulary, trie: VocabTrie) -> Engine:
+        """The engine :meth:`to_arrays` encoded; KeyError or TypeError if a field is missing."""
+        lexer = LexerAutomaton(terminals=tuple(meta["lexer_terminals"]), **{f: arrays[f"lexer.{f}"] for f in _LEXER_FIELDS})
+        parse = ParseTables(
+            terminals=tuple(meta["parser_terminals"]),
+            nonterminals=tuple(meta["nonterminals"]),
+            rule_text=tuple(meta["rule_text"]),
+            start_state=int(meta["start_state"]),
+            accept_state=int(meta["accept_state"]),
+            **{f: arrays[f"tables.{f}"] for f in _TABLE_ARRAYS},
+        )
+        masks = MaskTables(**{f.name: arrays[f"masks.{f.name}"] for f in dataclasses.fields(MaskTables)})
+        return cls(lexer, parse, arrays["parser_term"], masks, vocab, trie)
+
+
+class MatcherView:
+    """An engine's tables in the shapes the matcher reads on every step."""
+
+    def __init__(self, engine: Engine):
+        t = engine.masks
+        tables = engine.parse
+        self.lr = (tables.action, tables.goto, tables.rule_len, tables.rule_lhs)
+        self.pair_index = t.pair_index.tolist()
+        self.pair_mask = t.pair_mask.tolist()
+        self.masks = t.masks
+        mptr = t.marks_ptr.tolist()
+        self.pair_marks = [t.marks[mptr[m] : mptr[m + 1]] for m in t.pair_marks.tolist()]
+        sptr = t.state_ptr.tolist()
+        self.state_classes = [
+            (t.state_class[a:b], t.state_lcp[a:b], t.state_dep[a:b]) for a, b in itertools.pairwise(sptr)
+        ]
+        self.class_tables = (t.class_seq_ptr, t.class_seq_terms, t.class_follow, t.follow_ptr, t.follow_terms,
+                             t.follow_any)
+        self.dep_bits = (t.dep_word_ptr, t.dep_words, t.dep_bits)
+        fptr, fterms = t.follow_ptr.tolist(), t.follow_terms.tolist()
+        self.follow = [(tuple(fterms[fptr[f] : fptr[f + 1]]), bool(a)) for f, a in enumerate(t.follow_any.tolist())]
+        self.state_follow = [self.follow[f] for f in t.state_follow.tolist()]
+        self._tables = t
+        eos = np.array(sorted(engine.vocab.eos_ids), dtype=np.int64)
+        self.eos_words = eos // 32
+        self.eos_bits = np.left_shift(1, eos % 32).astype(np.uint32).view(np.int32)
+        self.n_words = t.masks.shape[1]
+
+    def class_python(self, c: int) -> tuple[tuple[int, ...], tuple[tuple[int, ...], bool]]:
+        """Class ``c`` as (terminal sequence, (follow terminals, follow any)), for the Python fallback."""
+        t = self._tables
+        seq = tuple(t.class_seq_terms[t.class_seq_ptr[c] : t.class_seq_ptr[c + 1]].tolist())
+        return seq, self.follow[int(t.class_follow[c])]
+
+    def dep_words(self, d: int) -> tuple[np.ndarray, np.ndarray]:
+        """The bitmask words and bits of the tokens of dependent class list ``d``."""
+        t = self._tables
+        a, b = t.dep_word_ptr[d], t.dep_word_ptr[d + 1]
+        return t.dep_words[a:b], t.dep_bits[a:b]
