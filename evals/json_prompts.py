@@ -135,7 +135,7 @@ def main(argv: list[str] | None = None) -> int:
 
     torch.set_num_threads(1)
     import grammask.decoding as dec
-    from grammask.compiled import compile
+    from grammask.compiler import compile
     from grammask.decoding.generate import new_matcher
     from grammask.default_model import load_default_model
     from grammask.grammar import Grammar
