@@ -10,11 +10,11 @@ from typing import ClassVar
 
 import numpy as np
 
-from grammask.decoding.model import LanguageModel, ModelState, TokenMatcher
-from grammask.decoding.run import Forward, Guide, Run, Search
+from grammask.decoding.run import Forward, Guide, Run, Search, TokenMatcher
 from grammask.decoding.stats import GenerationStats
 from grammask.errors import DecodingError
 from grammask.kernel_timing import KernelReadying
+from grammask.models.protocol import LanguageModel, ModelState
 
 
 @dataclass(frozen=True)
