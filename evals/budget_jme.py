@@ -123,10 +123,10 @@ def run(args: argparse.Namespace) -> int:
 
     torch.set_num_threads(args.threads)
     from grammask.compiler import compile
-    from grammask.default_model import load_default_model
     from grammask.grammar.json_schema import grammar_from_json_schema
+    from grammask.models.load import load_model
 
-    model = load_default_model(dtype=getattr(torch, args.dtype))
+    model = load_model(dtype=getattr(torch, args.dtype))
     cases = []
     for i in args.ids if args.ids is not None else range(args.schemas):
         case = json.loads((JME / f"JME_{i}.json").read_text())

@@ -137,10 +137,10 @@ def main(argv: list[str] | None = None) -> int:
     import grammask.decoding as dec
     from grammask.compiler import compile
     from grammask.decoding.generate import new_matcher
-    from grammask.default_model import load_default_model
     from grammask.grammar import Grammar
+    from grammask.models.load import load_model
 
-    model = load_default_model(dtype=getattr(torch, args.dtype))
+    model = load_model(dtype=getattr(torch, args.dtype))
     compiled = compile(Grammar.builtin("json"), model.vocab)
     prompts = [model.encode_prompt(p) for p in PROMPTS[: args.prompts]]
     dec.Greedy().decode(model, prompts[0], compiled.matcher(), max_tokens=2)  # warm-up

@@ -92,8 +92,9 @@ def test_generate_reports_a_budget_below_the_shortest_output():
 def test_hf_logits_processor_keeps_model_generate_within_max_new_tokens():
     torch = pytest.importorskip("torch", reason="the 'hf' extra is not installed")
     pytest.importorskip("transformers", reason="the 'hf' extra is not installed")
-    from grammask.adapters.hf import GrammarLogitsProcessor, load_hf_model
-    from grammask.default_model import default_model_dir
+    from grammask.adapters.hf import GrammarLogitsProcessor
+    from grammask.models.default import default_model_dir
+    from grammask.models.hf import load_hf_model
 
     torch.set_num_threads(1)
     model = load_hf_model(default_model_dir())

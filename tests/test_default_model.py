@@ -10,8 +10,9 @@ import pytest
 
 pytest.importorskip("transformers", reason="the 'hf' extra (torch, transformers) is not installed")
 
-from grammask import default_model
 from grammask.errors import FetchError
+from grammask.models import default as default_model
+from grammask.models.load import load_model
 
 
 def test_the_converted_model_is_cached_and_loads_without_converting_again(capfd):
@@ -22,7 +23,7 @@ def test_the_converted_model_is_cached_and_loads_without_converting_again(capfd)
     assert config["model_type"] == "llama" and "quantization_config" not in config
     capfd.readouterr()
     start = perf_counter()
-    model = default_model.load_default_model()
+    model = load_model()
     seconds = perf_counter() - start
     assert "converting" not in capfd.readouterr().err
     assert seconds < 10, f"loading the converted model took {seconds:.1f} s"

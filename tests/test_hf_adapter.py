@@ -11,17 +11,13 @@ torch = pytest.importorskip("torch", reason="the 'hf' extra (torch, transformers
 pytest.importorskip("transformers", reason="the 'hf' extra (torch, transformers) is not installed")
 
 import grammask.decoding as dec
-from grammask.adapters.hf import (
-    GrammarLogitsProcessor,
-    HFModel,
-    apply_token_bitmask,
-    load_hf_model,
-)
+from grammask.adapters.hf import GrammarLogitsProcessor, apply_token_bitmask
 from grammask.bitmask import bitmask_to_bool
 from grammask.compiler import compile
-from grammask.default_model import default_model_dir
 from grammask.errors import MatcherStateError, ModelError
 from grammask.grammar import Grammar
+from grammask.models.default import default_model_dir
+from grammask.models.hf import HFModel, load_hf_model
 
 ANIMALS = Grammar.from_lark(
     """

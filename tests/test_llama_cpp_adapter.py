@@ -13,8 +13,8 @@ llama_cpp = pytest.importorskip(
 import grammask.decoding as dec
 from grammask.adapters.llama_cpp import LlamaCppLogitsProcessor, LlamaCppModel
 from grammask.compiler import compile
-from grammask.default_model import default_gguf, default_model_dir
 from grammask.grammar import Grammar
+from grammask.models.default import default_gguf, default_model_dir
 from grammask.vocab import Vocabulary
 
 ANIMALS = Grammar.from_lark('start: ANIMAL " and " ANIMAL\nANIMAL: "cat" | "dog" | "bird" | "horse" | "fish"\n')

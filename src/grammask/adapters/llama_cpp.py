@@ -1,4 +1,4 @@
-"""llama.cpp through ``llama-cpp-python``: a GGUF model as a grammask :class:`~grammask.decoding.TextModel`,
+"""llama.cpp through ``llama-cpp-python``: a GGUF model as a grammask :class:`~grammask.models.protocol.TextModel`,
 and a logits processor for ``Llama.__call__`` / ``create_completion`` (``pip install 'grammask[llama-cpp]'``).
 
 llama.cpp holds one sequence's KV cache per context. :class:`LlamaCppModel` keeps it at the last
@@ -21,7 +21,7 @@ import llama_cpp
 import numpy as np
 from llama_cpp.llama_chat_format import Jinja2ChatFormatter
 
-from grammask.bitmask import allocate_bitmask, bitmask_to_bool
+from grammask.bitmask import allocate_bitmask, apply_bitmask
 from grammask.compiled import CompiledGrammar
 from grammask.errors import DecodingError, MatcherStateError, ModelError
 from grammask.vocab import Vocabulary
@@ -153,7 +153,6 @@ class LlamaCppLogitsProcessor:
         elif len(generated) != self.matcher.num_tokens:
             raise MatcherStateError("this LlamaCppLogitsProcessor already served another completion; make a new one")
         self.matcher.fill_mask(self.row)
-        allowed = bitmask_to_bool(self.row, len(scores))
-        scores[~allowed] = -np.inf
+        apply_bitmask(scores, self.row)
         self.mask_seconds += perf_counter() - start
         return scores

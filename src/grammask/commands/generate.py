@@ -11,13 +11,13 @@ from grammask.commands.sources import read_schema, read_text
 from grammask.decoding.generate import (
     STRATEGIES,
     generate,
-    load_model,
     strategy_from_name,
 )
 from grammask.decoding.strategy import Strategy
 from grammask.errors import DecodingError, GrammarError, GrammaskError
 from grammask.grammar import Grammar
 from grammask.grammar.builtin import BUILTIN_NAMES
+from grammask.models.load import load_model
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:

@@ -1,6 +1,7 @@
-"""Decoding strategies over a small :class:`LanguageModel` protocol, and :func:`generate` (text in, text out).
+"""Decoding strategies over the small :class:`~grammask.models.protocol.LanguageModel` protocol, and
+:func:`generate` (text in, text out).
 
-Nothing here imports torch: model backends live in :mod:`grammask.adapters`.
+Nothing here imports torch: models and their backends live in :mod:`grammask.models`.
 """
 
 from grammask.decoding.beam import BeamSearch
@@ -8,12 +9,11 @@ from grammask.decoding.generate import (
     STRATEGIES,
     Generation,
     generate,
-    load_model,
     strategy_from_name,
 )
 from grammask.decoding.greedy import Greedy
 from grammask.decoding.mcts import MCTS
-from grammask.decoding.model import LanguageModel, ModelState, TextModel, TokenMatcher
+from grammask.decoding.run import TokenMatcher
 from grammask.decoding.sample import Sample
 from grammask.decoding.stats import GenerationStats
 from grammask.decoding.strategy import Decoded, Strategy
@@ -26,13 +26,9 @@ __all__ = [
     "Generation",
     "GenerationStats",
     "Greedy",
-    "LanguageModel",
-    "ModelState",
     "Sample",
     "Strategy",
-    "TextModel",
     "TokenMatcher",
     "generate",
-    "load_model",
     "strategy_from_name",
 ]

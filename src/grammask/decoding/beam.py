@@ -7,10 +7,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from grammask.decoding.model import ModelState
 from grammask.decoding.run import Guide, Run, Search
 from grammask.decoding.strategy import Strategy, log_softmax
 from grammask.errors import DecodingError
+from grammask.models.protocol import ModelState
 
 
 @dataclass

@@ -1,9 +1,9 @@
-"""``grammask.generate``: text in, constrained text out, on the default model or any :class:`TextModel`."""
+"""``grammask.generate``: text in, constrained text out, on the default model or any
+:class:`~grammask.models.protocol.TextModel`."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from os import PathLike
 from typing import TYPE_CHECKING
 
 from grammask.compiled import CompiledGrammar
@@ -11,20 +11,19 @@ from grammask.compiler import compile
 from grammask.decoding.beam import BeamSearch
 from grammask.decoding.greedy import Greedy
 from grammask.decoding.mcts import MCTS
-from grammask.decoding.model import TextModel
 from grammask.decoding.sample import Sample
 from grammask.decoding.stats import GenerationStats
 from grammask.decoding.strategy import Strategy
-from grammask.errors import DecodingError, GrammarError, ModelError
+from grammask.errors import DecodingError, GrammarError
 from grammask.grammar.ir import Grammar
+from grammask.models.load import ModelLike, load_model
+from grammask.models.protocol import TextModel
 
 if TYPE_CHECKING:
     from grammask.matcher import Matcher
 
 STRATEGIES: dict[str, type[Strategy]] = {"greedy": Greedy, "sample": Sample, "beam": BeamSearch, "mcts": MCTS}
 """Strategy classes by the names ``generate`` and the command line accept."""
-
-ModelLike = TextModel | str | PathLike | None
 
 
 @dataclass(frozen=True)
@@ -45,29 +44,6 @@ def strategy_from_name(name: str, **params: object) -> Strategy:
         return cls(**params)
     except TypeError as e:
         raise DecodingError(f"bad parameter for the {name} strategy: {e}") from None
-
-
-def load_model(model: ModelLike) -> TextModel:
-    """``None``: the default model (fetched on first use); a path: a local Hugging Face model directory or a
-    GGUF file; a :class:`TextModel`: itself."""
-    if isinstance(model, TextModel):
-        return model
-    if model is None or isinstance(model, (str, PathLike)):
-        try:
-            from grammask.adapters.hf import load_hf_model
-        except ImportError as e:
-            raise ModelError(
-                f"running a model needs the 'hf' extra ({e.name} is missing): pip install 'grammask[hf]'"
-            ) from None
-        if model is None:
-            from grammask.default_model import default_model_dir
-
-            model = default_model_dir()
-        return load_hf_model(model)
-    raise ModelError(
-        f"cannot use a {type(model).__name__} as a model: pass a path, a grammask.adapters.hf.HFModel "
-        "(or another TextModel), or None for the default model"
-    )
 
 
 def compile_for(grammar: Grammar | CompiledGrammar | None, model: TextModel) -> CompiledGrammar | None:
@@ -126,9 +102,9 @@ def generate(
 ) -> Generation:
     """Generate a reply to ``prompt`` that follows ``grammar`` (unconstrained when None).
 
-    ``model``: see :func:`load_model`. ``strategy``: a name from :data:`STRATEGIES` (default parameters)
-    or a configured strategy such as ``Sample(temperature=0.7)``. ``chat``: apply the model's chat template
-    (None: when it has one).
+    ``model``: see :func:`~grammask.models.load.load_model`. ``strategy``: a name from :data:`STRATEGIES`
+    (default parameters) or a configured strategy such as ``Sample(temperature=0.7)``. ``chat``: apply the
+    model's chat template (None: when it has one).
     """
     text_model = load_model(model)
     if isinstance(strategy, str):

@@ -30,10 +30,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from grammask.decoding.model import ModelState
 from grammask.decoding.run import Forward, Guide, Run, Search
 from grammask.decoding.strategy import Strategy
 from grammask.errors import DecodingError
+from grammask.models.protocol import ModelState
 
 
 class _Node:

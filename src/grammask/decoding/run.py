@@ -1,4 +1,5 @@
-"""The shared plumbing of every strategy: model calls, and per-sequence guides that mask logits.
+"""The shared plumbing of every strategy: model calls, what a matcher must offer, and per-sequence guides that
+mask logits.
 
 A search is a generator: it reads its prompt itself, then yields a :class:`Forward` for each batch of
 extensions it needs and is sent back the new states. Whoever drives it decides how forward passes are
@@ -9,14 +10,29 @@ from __future__ import annotations
 
 from collections.abc import Generator, Sequence
 from time import perf_counter
-from typing import NamedTuple
+from typing import NamedTuple, Protocol, runtime_checkable
 
 import numpy as np
 
 from grammask.bitmask import bitmask_words
-from grammask.decoding.model import LanguageModel, ModelState, TokenMatcher
 from grammask.decoding.stats import GenerationStats
 from grammask.errors import MatcherStateError, TokenRejectedError
+from grammask.models.protocol import LanguageModel, ModelState
+
+
+@runtime_checkable
+class TokenMatcher(Protocol):
+    """The part of :class:`grammask.matcher.Matcher` decoding uses (a budgeted matcher is one too)."""
+
+    def fill_mask(self, row: np.ndarray) -> None: ...
+
+    def advance(self, token_id: int) -> None: ...
+
+    def is_accepting(self) -> bool: ...
+
+    def is_terminated(self) -> bool: ...
+
+    def fork(self) -> TokenMatcher: ...
 
 
 class Forward(NamedTuple):

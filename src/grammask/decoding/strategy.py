@@ -9,12 +9,12 @@ from time import perf_counter
 from typing import ClassVar
 
 import numpy as np
-from numba.core.event import TimingListener, install_listener
 
-from grammask.decoding.model import LanguageModel, ModelState, TokenMatcher
-from grammask.decoding.run import Forward, Guide, Run, Search
+from grammask.decoding.run import Forward, Guide, Run, Search, TokenMatcher
 from grammask.decoding.stats import GenerationStats
 from grammask.errors import DecodingError
+from grammask.kernel_timing import KernelReadying
+from grammask.models.protocol import LanguageModel, ModelState
 
 
 @dataclass(frozen=True)
@@ -120,20 +120,18 @@ class _Driven:
     def resume(self, states: list[ModelState] | None) -> Forward | None:
         """Send the states it asked for (None to start it); its next request, or None once it has finished."""
         t0 = perf_counter()
-        readying = TimingListener()
+        readying = KernelReadying()
         try:
-            with install_listener("numba:compiler_lock", readying):
+            with readying:
                 return self.search.send(states)
         except StopIteration as done:
             self.result = done.value
             return None
         finally:
             self.own_seconds += perf_counter() - t0
-            if readying.done:
-                # Kernels compile, or load from numba's cache, inside matcher calls, which the guide books as mask
-                # time; numba holds its compiler lock for both.
-                self.run.stats.compile_seconds += readying.duration
-                self.run.stats.mask_seconds -= readying.duration
+            # Kernels compile, or load from numba's cache, inside matcher calls, which the guide books as mask time.
+            self.run.stats.compile_seconds += readying.seconds
+            self.run.stats.mask_seconds -= readying.seconds
 
     def decoded(self) -> Decoded:
         tokens, reason = self.result

@@ -1,4 +1,4 @@
-"""What a decoding strategy needs from a language model, and from the matcher that constrains it.
+"""What decoding needs from a language model: the protocols every model backend implements.
 
 A model hands out immutable *states*: a state is a token sequence the model has read, with the
 logits of the next token. ``extend`` runs one forward pass of one token per state, batched, and
@@ -67,18 +67,3 @@ class TextModel(LanguageModel, Protocol):
 
     def decode(self, token_ids: Sequence[int]) -> str:
         """Text of generated token ids (special tokens left out)."""
-
-
-@runtime_checkable
-class TokenMatcher(Protocol):
-    """The part of :class:`grammask.matcher.Matcher` decoding uses (a budgeted matcher is one too)."""
-
-    def fill_mask(self, row: np.ndarray) -> None: ...
-
-    def advance(self, token_id: int) -> None: ...
-
-    def is_accepting(self) -> bool: ...
-
-    def is_terminated(self) -> bool: ...
-
-    def fork(self) -> TokenMatcher: ...

