@@ -1,8 +1,11 @@
-"""Peer engines for the mask benchmark: llguidance and xgrammar behind one small stepping interface.
+"""Peer engines behind the harness's :class:`~harness.Build` / :class:`~harness.Stepper` interface:
+llguidance and xgrammar (mask benchmark), llguidance on JSON schemas (schema benchmark) and
+outlines-core (regex benchmark).
 
-Each peer is imported only when it is asked for, so the benchmark runs with whichever peers are
-installed. Per-tokenizer setup (llguidance's ``LLTokenizer``, xgrammar's ``TokenizerInfo``) is done
-once per tokenizer, outside the timed compile, the way a server would keep it.
+Each peer is imported only when it is asked for, so the benchmarks run with whichever peers are
+installed. Per-tokenizer setup (llguidance's ``LLTokenizer``, xgrammar's ``TokenizerInfo``,
+outlines-core's ``Vocabulary``) is done once per tokenizer, outside the timed compile, the way a
+server would keep it.
 """
 
 from __future__ import annotations
@@ -13,12 +16,13 @@ import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from importlib.metadata import version
 
 import numpy as np
+from harness import Build, NotApplicable, Stepper
 
-
-class NotApplicable(Exception):
-    """This engine cannot run this case; the message says why (shown in the results table)."""
+import grammask as gm
+from grammask.bitmask import bitmask_words
 
 
 @dataclass(frozen=True)
@@ -28,31 +32,6 @@ class PeerTokenizer:
     path: str
     eos_ids: tuple[int, ...]
     n_logits: int
-
-
-@dataclass
-class Stepper:
-    """One sequence's matcher, reduced to the calls the replay times.
-
-    ``fill()`` writes the next mask into ``row`` (int32 words, bit ``t % 32`` of word ``t // 32``);
-    ``advance(t)`` consumes token ``t`` and returns ``False`` (or raises) when it is rejected;
-    ``terminated()`` says whether the matcher has consumed EOS.
-    """
-
-    row: np.ndarray
-    fill: Callable[[], object]
-    advance: Callable[[int], object]
-    terminated: Callable[[], bool]
-
-
-@dataclass
-class Build:
-    """A compiled grammar: compile times in seconds and a factory for fresh steppers."""
-
-    cold_s: float
-    cached_s: float
-    new_stepper: Callable[[], Stepper]
-    extra: dict
 
 
 _PRIORITY = re.compile(r"^(\s*[?!]?[A-Za-z_][A-Za-z0-9_]*)\.-?\d+(\s*:)", re.MULTILINE)
@@ -77,10 +56,6 @@ def lark_for_llguidance(text: str) -> str:
     return text
 
 
-def _mask_words(n_logits: int) -> int:
-    return (n_logits + 31) // 32
-
-
 # ---- llguidance -------------------------------------------------------------------------------
 
 
@@ -90,7 +65,8 @@ everything but EOS) at a long whitespace token inside a C function body on Llama
 
 
 @functools.cache
-def _llg_tokenizer(tok: PeerTokenizer):
+def llg_tokenizer(tok: PeerTokenizer):
+    """llguidance's tokenizer for ``tok``, built once, with the shared per-vocabulary state warmed up."""
     import llguidance
 
     with open(tok.path, encoding="utf-8") as f:
@@ -108,29 +84,53 @@ def build_llguidance(lark_text: str, tok: PeerTokenizer) -> Build:
     grammar in the same process. Its lexer is built lazily, so part of its compile work shows up
     in the first masks instead. Its Earley item cap per mask is raised (see ``LLG_STEP_MAX_ITEMS``).
     """
+    llguidance = _llguidance()
+    return _build_llguidance(
+        functools.partial(llguidance.LLMatcher.grammar_from_lark, lark_for_llguidance(lark_text)), tok
+    )
+
+
+def build_llguidance_schema(schema: dict, tok: PeerTokenizer) -> Build:
+    """Compile a JSON schema with llguidance, strict whitespace (no space after ``,`` and ``:``),
+    as :func:`build_llguidance` does a Lark grammar."""
+    llguidance = _llguidance()
+    grammar_of = functools.partial(
+        llguidance.LLMatcher.grammar_from_json_schema, schema, defaults={"whitespace_flexible": False}
+    )
+    return _build_llguidance(grammar_of, tok)
+
+
+def _llguidance():
+    """The llguidance module; :class:`NotApplicable` when it is not installed."""
     try:
         import llguidance
     except ImportError as e:
         raise NotApplicable(f"llguidance not installed ({e})") from None
-    lltok = _llg_tokenizer(tok)
+    return llguidance
+
+
+def _build_llguidance(grammar_of: Callable[[], str], tok: PeerTokenizer) -> Build:
+    """Build ``grammar_of()`` and its matcher twice (cold, then again as ``cached_s``), timing both."""
+    llguidance = _llguidance()
+    lltok = llg_tokenizer(tok)
     limits = llguidance.LLParserLimits(step_max_items=LLG_STEP_MAX_ITEMS)
 
     def make():
-        grammar = llguidance.LLMatcher.grammar_from_lark(lark_for_llguidance(lark_text))
+        grammar = grammar_of()
         matcher = llguidance.LLMatcher(lltok, grammar, log_level=0, limits=limits)
         if matcher.is_error():
             raise NotApplicable(f"llguidance rejects the grammar: {matcher.get_error().splitlines()[0]}")
-        return grammar, matcher
+        return grammar
 
     t0 = time.perf_counter()
-    grammar, _ = make()
+    grammar = make()
     t1 = time.perf_counter()
     make()
     t2 = time.perf_counter()
 
     def new_stepper() -> Stepper:
         matcher = llguidance.LLMatcher(lltok, grammar, log_level=0, limits=limits)
-        row = np.zeros(_mask_words(tok.n_logits), dtype=np.int32)
+        row = np.zeros(bitmask_words(tok.n_logits), dtype=np.int32)
         fill = functools.partial(matcher.unsafe_compute_mask_ptr, row.ctypes.data, row.nbytes)
         return Stepper(row, fill, matcher.consume_token, matcher.is_stopped)
 
@@ -191,10 +191,52 @@ def build_xgrammar(kind: str, schema: dict | None, tok: PeerTokenizer) -> Build:
 
     def new_stepper() -> Stepper:
         matcher = xgrammar.GrammarMatcher(compiled)
-        rows = np.zeros((1, _mask_words(info.vocab_size)), dtype=np.int32)
+        rows = np.zeros((1, bitmask_words(info.vocab_size)), dtype=np.int32)
         fill = functools.partial(matcher.fill_next_token_bitmask, rows, 0)
         return Stepper(rows[0], fill, matcher.accept_token, matcher.is_terminated)
 
-    from importlib.metadata import version
-
     return Build(t1 - t0, t2 - t1, new_stepper, {"version": version("xgrammar")})
+
+
+# ---- outlines-core ----------------------------------------------------------------------------
+
+
+@functools.cache
+def outlines_vocabulary(vocab: gm.Vocabulary):
+    """outlines-core's vocabulary for ``vocab``: every token with bytes but EOS, and the lowest EOS id."""
+    import outlines_core
+
+    eos = set(vocab.eos_ids)
+    by_bytes: dict[bytes, list[int]] = {}
+    for i, token in enumerate(vocab.tokens):
+        if token and i not in eos:
+            by_bytes.setdefault(token, []).append(i)
+    return outlines_core.Vocabulary(min(eos), by_bytes)
+
+
+def build_outlines(pattern: str, vocab: gm.Vocabulary) -> Build:
+    """Compile a regex into an outlines-core index; one build (``cached_s`` is None)."""
+    import outlines_core
+
+    oc_vocab = outlines_vocabulary(vocab)
+    eos = oc_vocab.get_eos_token_id()
+    t0 = time.perf_counter()
+    try:
+        index = outlines_core.Index(pattern, oc_vocab)
+    except Exception as e:  # noqa: BLE001 (outlines-core rejects some Python regex syntax, error types undocumented)
+        raise NotApplicable(str(e).splitlines()[0]) from None
+    seconds = time.perf_counter() - t0
+
+    def new_stepper() -> Stepper:
+        guide = outlines_core.Guide(index)
+        row = np.zeros(bitmask_words(vocab.n_logits), dtype=np.int32)
+        fill = functools.partial(guide.write_mask_into, row.ctypes.data, row.size, row.itemsize)
+
+        def advance(token: int) -> None:
+            # A guide allows EOS where it is finished but does not take it: EOS ends the sequence there.
+            if token != eos:
+                guide.advance(token)
+
+        return Stepper(row, fill, advance, guide.is_finished)
+
+    return Build(seconds, None, new_stepper, {"version": version("outlines_core")})

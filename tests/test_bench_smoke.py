@@ -1,4 +1,5 @@
-"""Smoke test of bench/bench_masks.py: its whole machinery on a tiny grammar and a tiny tokenizer.
+"""Smoke test of bench/bench_masks.py and the harness, cases and report modules it runs on: the whole
+machinery on a tiny grammar and a tiny tokenizer.
 
 No timing is asserted; the test checks that every engine replays the document, that the replay's
 checks catch what they must, and that the reports and the bar check come out right.
@@ -18,7 +19,10 @@ BENCH_DIR = Path(__file__).resolve().parents[1] / "bench"
 sys.path.insert(0, str(BENCH_DIR))
 
 import bench_masks as bm
+import cases
+import harness
 import peers
+import report
 
 import grammask as gm
 
@@ -39,7 +43,7 @@ INSTALLED_PEERS = [e for e in ("llguidance", "xgrammar") if importlib.util.find_
 
 
 @pytest.fixture(scope="module")
-def tiny_tokenizer(tmp_path_factory) -> bm.BenchTokenizer:
+def tiny_tokenizer(tmp_path_factory) -> cases.BenchTokenizer:
     """A byte-level BPE tokenizer of about 300 tokens, trained on JSON-ish text, with one EOS."""
     tok = Tokenizer(models.BPE())
     tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
@@ -50,12 +54,12 @@ def tiny_tokenizer(tmp_path_factory) -> bm.BenchTokenizer:
     tok.train_from_iterator([TINY_DOC, '{"abc": [10, 20]}', '{\n  "x": [-1]\n}'] * 20, trainer)
     path = tmp_path_factory.mktemp("tiny") / "tokenizer.json"
     tok.save(str(path))
-    return bm.BenchTokenizer.load("tiny", path)
+    return cases.BenchTokenizer.load("tiny", path)
 
 
 @pytest.fixture(scope="module")
-def tiny_case() -> bm.Case:
-    return bm.Case("tiny", TINY_LARK, TINY_DOC, xgrammar="builtin_json")
+def tiny_case() -> cases.Case:
+    return cases.Case("tiny", TINY_LARK, TINY_DOC, xgrammar="builtin_json")
 
 
 @pytest.fixture(scope="module")
@@ -74,7 +78,7 @@ def test_grammask_replays_the_document_with_every_check_passing(rows, tiny_token
     assert 0 < row["mask_us"]["p50"] <= row["mask_us"]["p99"] <= row["mask_us"]["max"]
     assert row["compile_cold_s"] > 0 and row["compile_cached_s"] > 0
     assert row["memory"]["table_bytes"] > 0 and row["memory"]["tracemalloc_peak_bytes"] > 0
-    assert bm.grammask_check_failures(rows) == []
+    assert report.grammask_check_failures(rows) == []
 
 
 @pytest.mark.parametrize("engine", INSTALLED_PEERS)
@@ -90,26 +94,27 @@ def test_peers_replay_the_same_tokens_and_get_ratios(rows, engine):
 def test_replay_reports_a_masked_ground_truth_token(tiny_case, tiny_tokenizer):
     compiled = gm.compile(tiny_case.grammar(), tiny_tokenizer.vocab, cache=False)
     bad = tiny_tokenizer.encode('{"ab": [1 2]}')
-    result = bm.replay(bm.grammask_stepper(compiled), bad, tiny_tokenizer.peer.eos_ids, [False] * (len(bad) + 1))
+    n_logits, eos_ids = tiny_tokenizer.vocab.n_logits, tiny_tokenizer.peer.eos_ids
+    result = harness.replay(harness.grammask_stepper(compiled, n_logits), bad, eos_ids, [False] * (len(bad) + 1))
     assert result.failure is not None and "is masked" in result.failure
     good = tiny_tokenizer.encode(TINY_DOC)
-    expected = bm.sentence_prefixes(tiny_case, bm.token_bytes(tiny_tokenizer, good))
+    expected = cases.sentence_prefixes(tiny_case, cases.token_bytes(tiny_tokenizer, good))
     wrong = [not e for e in expected]
-    result = bm.replay(bm.grammask_stepper(compiled), good, tiny_tokenizer.peer.eos_ids, wrong)
+    result = harness.replay(harness.grammask_stepper(compiled, n_logits), good, eos_ids, wrong)
     assert result.failure is None
     assert result.eos_mismatches == list(range(len(good) + 1))
 
 
 def test_sentence_prefixes_follow_lark_and_reject_a_foreign_document(tiny_case, tiny_tokenizer):
     pieces = [b"{", b'"a":', b"[1", b"]", b"}", b"\n"]
-    assert bm.sentence_prefixes(tiny_case, pieces) == [False, False, False, False, False, True, True]
-    foreign = bm.Case("foreign", TINY_LARK, "")
-    with pytest.raises(bm.BenchError, match="not a sentence"):
-        bm.sentence_prefixes(foreign, [b"[1]"])
+    assert cases.sentence_prefixes(tiny_case, pieces) == [False, False, False, False, False, True, True]
+    foreign = cases.Case("foreign", TINY_LARK, "")
+    with pytest.raises(harness.BenchError, match="not a sentence"):
+        cases.sentence_prefixes(foreign, [b"[1]"])
 
 
 def test_xgrammar_is_not_applicable_without_an_exact_input(tiny_tokenizer):
-    case = bm.Case("c-like", TINY_LARK, TINY_DOC, xgrammar_na="no lexer")
+    case = cases.Case("c-like", TINY_LARK, TINY_DOC, xgrammar_na="no lexer")
     row = bm.run_engine("xgrammar", case, tiny_tokenizer, tiny_tokenizer.encode(TINY_DOC), [], repeat=1)
     assert (row["status"], row["reason"]) == ("n/a", "no lexer")
 
@@ -141,7 +146,7 @@ def test_bar_check_passes_fails_and_marks_missing_runs():
         _row("c", "grammask", p50=9.0, cold=25.0, cached=0.5),
         _row("c", "llguidance", p50=10.0),
     ]
-    verdicts = {b["bar"]: b["passed"] for b in bm.bar_checks(rows)}
+    verdicts = {b["bar"]: b["passed"] for b in report.bar_checks(rows)}
     assert verdicts == {
         "json mask p50 <= 2x llguidance": False,
         "c mask p50 <= 1x llguidance": True,
@@ -155,9 +160,9 @@ def test_bar_check_passes_fails_and_marks_missing_runs():
 
 
 def test_results_are_written_as_markdown_and_json(rows, tmp_path):
-    bars = bm.bar_checks(rows)
-    env = bm.environment(repeat=2)
-    json_path = bm.write_results(tmp_path / "latest.md", rows, bars, env)
+    bars = report.bar_checks(rows)
+    env = report.environment(repeat=2)
+    json_path = report.write_results(tmp_path / "latest.md", rows, bars, env)
     markdown = (tmp_path / "latest.md").read_text(encoding="utf-8")
     assert "| tiny | tiny | grammask |" in markdown
     assert "| tiny | tiny |" in markdown.split("Memory (grammask):")[1]
