@@ -3,31 +3,24 @@
 from __future__ import annotations
 
 import argparse
-import importlib
 import sys
 
+from grammask.commands import compile as compile_command
+from grammask.commands import generate as generate_command
 from grammask.errors import GrammaskError
 
 # Each module defines ``add_parser(subparsers)`` and ``run(args) -> int``.
-COMMANDS = ("generate", "compile", "demo")
+COMMANDS = {"generate": generate_command, "compile": compile_command}
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="grammask", description="Exact grammar-constrained decoding for LLMs.")
     sub = parser.add_subparsers(dest="command", required=True)
-    modules = {}
-    for name in COMMANDS:
-        try:
-            module = importlib.import_module(f"grammask.commands.{name}")
-        except ModuleNotFoundError as e:
-            if e.name != f"grammask.commands.{name}":
-                raise
-            continue
+    for module in COMMANDS.values():
         module.add_parser(sub)
-        modules[name] = module
     args = parser.parse_args(argv)
     try:
-        return modules[args.command].run(args)
+        return COMMANDS[args.command].run(args)
     except GrammaskError as e:
         print(f"grammask {args.command}: error: {e}", file=sys.stderr)
         return 2
