@@ -21,7 +21,7 @@ from grammask.automata.utf8 import (
     normalize,
     union,
 )
-from grammask.errors import EmptyLanguageError, UnsupportedRegexError
+from grammask.errors import ConfigurationError, EmptyLanguageError, UnsupportedRegexError
 from grammask.grammar.ir import Grammar, Rule, Terminal
 
 if sys.version_info >= (3, 11):
@@ -68,7 +68,7 @@ def parse_pattern(pattern: str, *, dialect: str = "python", search: bool = False
     constructs without a regular meaning raise :class:`UnsupportedRegexError`.
     """
     if dialect not in ("python", "ecma"):
-        raise ValueError(f"unknown regex dialect {dialect!r}")
+        raise ConfigurationError(f"unknown regex dialect {dialect!r}; use 'python' or 'ecma'")
     try:
         parsed = sre_parse.parse(pattern, 0)
         re.compile(pattern)
