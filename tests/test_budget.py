@@ -10,11 +10,10 @@ import numpy as np
 import pytest
 from conftest import get_compiled, get_vocab
 
+import grammask.compiled
 from grammask import Grammar, Vocabulary, compile
 from grammask.bitmask import allocate_bitmask, bitmask_to_bool
-from grammask.budget import INF
-import grammask.compiled
-from grammask.budget import BUDGET_KIND
+from grammask.budget import BUDGET_KIND, INF
 from grammask.compiler import clear_caches
 from grammask.errors import BudgetError, TokenRejectedError
 

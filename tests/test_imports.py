@@ -17,7 +17,7 @@ ARCHITECTURE = Path(__file__).resolve().parent.parent / "docs" / "architecture.m
 
 def _layer_map() -> dict[str, set[str]]:
     """The ``layers`` block of docs/architecture.md: group -> the groups it may import."""
-    (block,) = re.findall(r"```layers\n(.*?)```", ARCHITECTURE.read_text(encoding="utf-8"), flags=re.S)
+    (block,) = re.findall(r"```layers\n(.*?)```", ARCHITECTURE.read_text(encoding="utf-8"), flags=re.DOTALL)
     allowed = {}
     for line in block.splitlines():
         if not line.strip():

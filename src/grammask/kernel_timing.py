@@ -8,8 +8,12 @@ mask computation subtract this one-off from it.
 from __future__ import annotations
 
 from types import TracebackType
+from typing import TYPE_CHECKING
 
 from numba.core.event import TimingListener, register, unregister
+
+if TYPE_CHECKING:
+    from typing import Self  # Python 3.11; annotations are not evaluated at run time
 
 _EVENT = "numba:compiler_lock"
 
@@ -22,7 +26,7 @@ class KernelReadying:
         self.seconds = 0.0
         self._listener = TimingListener()
 
-    def __enter__(self) -> KernelReadying:
+    def __enter__(self) -> Self:
         register(_EVENT, self._listener)
         return self
 

@@ -11,13 +11,18 @@ a token budget also masks every token after which no complete output fits the bu
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 
 from grammask.bitmask import bitmask_words
-from typing import TYPE_CHECKING
-
 from grammask.budget import TokenBudget
-from grammask.errors import ConfigurationError, MatcherStateError, TokenOutOfRangeError, TokenRejectedError
+from grammask.errors import (
+    ConfigurationError,
+    MatcherStateError,
+    TokenOutOfRangeError,
+    TokenRejectedError,
+)
 from grammask.parser.kernels import add_marked_classes
 
 if TYPE_CHECKING:

@@ -21,7 +21,11 @@ from grammask.automata.utf8 import (
     normalize,
     union,
 )
-from grammask.errors import ConfigurationError, EmptyLanguageError, UnsupportedRegexError
+from grammask.errors import (
+    ConfigurationError,
+    EmptyLanguageError,
+    UnsupportedRegexError,
+)
 from grammask.grammar.ir import Grammar, Rule, Terminal
 
 if sys.version_info >= (3, 11):
