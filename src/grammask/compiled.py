@@ -66,15 +66,20 @@ class CompiledGrammar:
         """Bytes held by the compiled tables (masks, lexer, parser)."""
         return self._engine.nbytes
 
-    def matcher(self, max_tokens: int | None = None) -> Matcher:
-        """A fresh matcher at the start of a document.
+    def matcher(self, max_tokens: int | None = None, *, prefix: str | bytes = "") -> Matcher:
+        """A fresh matcher at the start of a document, or just after ``prefix``.
 
-        ``max_tokens``: a budget ``N`` on the whole output, EOS included; the masks then keep a complete
-        output within ``N`` tokens reachable (see :mod:`grammask.budget`). Raises
-        :class:`~grammask.errors.BudgetError` when no output of the grammar fits, and
-        :class:`~grammask.errors.ConfigurationError` when ``max_tokens`` is not an int.
+        ``prefix``: text the document starts with, as if it had been generated (code already in the
+        prompt, say); it may end anywhere, inside a lexeme or indentation too. It is not counted in
+        ``max_tokens`` and ``rollback``/``reset`` never go before it.
+        ``max_tokens``: a budget ``N`` on the generated output, EOS included; the masks then keep a
+        complete output within ``N`` tokens reachable (see :mod:`grammask.budget`).
+
+        Raises :class:`~grammask.errors.TextRejectedError` (with the byte position) for a prefix no
+        sentence starts with, :class:`~grammask.errors.BudgetError` when no output fits the budget,
+        and :class:`~grammask.errors.ConfigurationError` when ``max_tokens`` is not an int.
         """
-        return Matcher(self, max_tokens=max_tokens)
+        return Matcher(self, max_tokens=max_tokens, prefix=prefix)
 
     def with_grammar(self, grammar: Grammar) -> CompiledGrammar:
         """The same tables under another grammar object of the same language (its name and notes)."""

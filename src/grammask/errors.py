@@ -75,6 +75,18 @@ class TokenRejectedError(TokenError):
         super().__init__(f"token {token_id} {reason}")
 
 
+class TextRejectedError(GrammaskError):
+    """A text given to a matcher (a prefix to start after) cannot begin a sentence of the grammar.
+
+    ``position`` is the byte offset (in the text's UTF-8) of the first byte after which no sentence
+    can follow.
+    """
+
+    def __init__(self, position: int, message: str):
+        self.position = position
+        super().__init__(message)
+
+
 class MatcherStateError(GrammaskError):
     """An operation that the matcher's state does not permit (rollback past the start, advance after EOS)."""
 

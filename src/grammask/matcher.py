@@ -11,6 +11,7 @@ a token budget also masks every token after which no complete output fits the bu
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -20,6 +21,7 @@ from grammask.budget import TokenBudget
 from grammask.errors import (
     ConfigurationError,
     MatcherStateError,
+    TextRejectedError,
     TokenOutOfRangeError,
     TokenRejectedError,
 )
@@ -31,6 +33,8 @@ if TYPE_CHECKING:
 _TERMINATED = -1
 # Stack states handed to the compiled class check; deeper stacks fall back to Python when needed.
 _STACK_VIEW = 256
+# Forced text is found one byte at a time; a grammar cannot force more than this in one call.
+_MAX_FORCED = 4096
 
 
 class Matcher:
@@ -59,8 +63,9 @@ class Matcher:
         "compiled",
     )
 
-    def __init__(self, compiled: CompiledGrammar, max_tokens: int | None = None):
-        """A matcher at the start of a document; use ``compiled.matcher()`` (which documents what it raises)."""
+    def __init__(self, compiled: CompiledGrammar, max_tokens: int | None = None, prefix: str | bytes = ""):
+        """A matcher at the start of a document, or after ``prefix``; use ``compiled.matcher()`` (which
+        documents what it raises)."""
         engine = compiled._engine
         self.compiled = compiled
         self._rt = engine.view
@@ -71,6 +76,8 @@ class Matcher:
         self._history: list[tuple[int, tuple]] = []
         self._mask: np.ndarray | None = None
         self._mask_key: tuple | None = None
+        if prefix:
+            self._lexstate, self._stack = self._state_after(prefix.encode() if isinstance(prefix, str) else prefix)
         self._budget = None if max_tokens is None else self._new_budget(max_tokens)
         self._costs = self._budget  # the cost rows min_tokens_to_finish uses (made on first use when unbudgeted)
 
@@ -240,17 +247,36 @@ class Matcher:
         data = self.compiled.vocab.tokens[token_id] if token_id < len(self.compiled.vocab.tokens) else None
         if not data:
             return None
-        lexed = self._lexer.step(self._lexstate, data)
+        return self._read(self._lexstate, self._stack, data)
+
+    def _read(self, lexstate: int, stack, data: bytes):
+        """The (lexer state, stack) after ``data``, or None if no sentence can follow it."""
+        lexed = self._lexer.step(lexstate, data)
         if lexed is None:
             return None
         emitted, lexstate = lexed
-        stack = self._feed_lexer_terminals(self._stack, emitted)
+        stack = self._feed_lexer_terminals(stack, emitted)
         if stack is None:
             return None
         follow, follow_any = self._rt.state_follow[lexstate]
         if not follow_any and not any(self._runner.feed(stack, x) is not None for x in follow):
             return None
         return lexstate, stack
+
+    def _state_after(self, data: bytes):
+        state = self._read(self._lexstate, self._stack, data)
+        if state is not None:
+            return state
+        lexstate, stack = self._lexstate, self._stack
+        for i in range(len(data)):  # a byte that no sentence can follow fails every longer text too
+            state = self._read(lexstate, stack, data[i : i + 1])
+            if state is None:
+                raise TextRejectedError(
+                    i, f"the prefix cannot begin a sentence of the grammar: it fails at byte {i} ({data[i:i + 1]!r}, "
+                    f"after {data[max(0, i - 20):i]!r})"
+                )
+            lexstate, stack = state
+        raise MatcherStateError("internal error: a prefix rejected whole was accepted byte by byte")
 
     def _feed_lexer_terminals(self, stack, lexer_terminals):
         parser_term = self.compiled._engine.parser_term
@@ -275,6 +301,69 @@ class Matcher:
         except TokenRejectedError:
             return False
         return True
+
+    def accept_tokens(self, token_ids: Sequence[int]) -> int:
+        """Accept tokens in order up to the first one not allowed; how many were accepted.
+
+        Speculative decoding checks a draft this way and rolls back what the target model rejects.
+        Raises :class:`TokenOutOfRangeError` for an id outside ``[0, vocab.n_logits)``.
+        """
+        for n, token_id in enumerate(token_ids):
+            if not self.accept_token(int(token_id)):
+                return n
+        return len(token_ids)
+
+    def validate_tokens(self, token_ids: Sequence[int]) -> int:
+        """How many leading tokens of ``token_ids`` would be accepted in order; the state is unchanged."""
+        n = self.accept_tokens(token_ids)
+        self.rollback(n)
+        return n
+
+    def forced_text(self) -> bytes:
+        """The longest byte string every continuation must start with (jump-forward text).
+
+        Empty where the output may end here, where several bytes may come next, and after EOS.
+        Exact for the grammar's lexing rule and parser, found one byte at a time (at most
+        4096 bytes a call).
+        """
+        if self._lexstate == _TERMINATED:
+            return b""
+        lexstate, stack = self._lexstate, self._stack
+        out = bytearray()
+        trans, accept = self._lexer.trans, self._lexer.accept
+        while len(out) < _MAX_FORCED and not self._accepts_end(lexstate, stack):
+            lexable = (trans[lexstate] >= 0) | ((accept[lexstate] >= 0) & (trans[0] >= 0))
+            nexts = []
+            for b in np.flatnonzero(lexable).tolist():
+                state = self._read(lexstate, stack, bytes((b,)))
+                if state is not None:
+                    nexts.append((b, state))
+                    if len(nexts) > 1:
+                        break
+            if len(nexts) != 1:
+                break
+            b, (lexstate, stack) = nexts[0]
+            out.append(b)
+        return bytes(out)
+
+    def forced_tokens(self) -> list[int]:
+        """Tokens the tokenizer would write for the start of :meth:`forced_text`, which may be appended at once.
+
+        The tokenizer's encoding of the forced text, without its last token (which might merge with
+        text that follows), keeping only tokens whose bytes spell the forced text exactly and that this
+        matcher accepts in order: an empty list where none qualifies (e.g. a tokenizer that puts a space
+        before the text it encodes).
+        """
+        forced = self.forced_text()
+        text = forced.decode("utf-8", errors="ignore")
+        if not text:
+            return []
+        vocab = self.compiled.vocab
+        ids = vocab.encode(text)[:-1]
+        if not forced.startswith(vocab.decode(ids)):
+            return []
+        probe = self.fork()
+        return ids[: probe.accept_tokens(ids)]
 
     def rollback(self, k: int = 1) -> None:
         """Undo the last ``k`` accepted tokens; :class:`MatcherStateError` if fewer were accepted."""
