@@ -527,3 +527,41 @@ def test_decode_many_batches_the_searches_forward_passes(compiled):
 def test_decode_many_rejects_mismatched_arguments(kwargs, message):
     with pytest.raises(DecodingError, match=message):
         dec.Greedy().decode_many(BigramModel.random(0), **kwargs)
+
+
+# ---- stop sequences ---------------------------------------------------------------------------
+
+
+def test_stop_rule_ends_only_where_the_text_before_is_a_sentence(compiled):
+    rule = dec.StopRule(["  "], compiled)
+    assert rule.cut(b"[1]  ") == 3
+    assert rule.cut(b"[1  ,2]") is None
+    assert rule.cut(b"[1  ,2]  ", since=7) == 7
+    assert dec.StopRule(["  "], None).cut(b"[1  ,2]") == 2
+    assert dec.StopRule(["2", "  "], None).cut(b"[1  ,2]") == 2
+    with pytest.raises(DecodingError):
+        dec.StopRule([""], None)
+
+
+@pytest.mark.parametrize("strategy", ["greedy", "sample", "beam", "mcts"])
+def test_generate_stops_at_a_stop_sequence_with_a_sentence_before_it(strategy, compiled):
+    stopped = 0
+    for seed in range(12):
+        table = BigramModel.random(seed).table
+        for digits in (b"1", b"2", b"12"):
+            table[TOKENS.index(digits), TOKENS.index(b"]")] += 3.0  # lists that end early ...
+        table[TOKENS.index(b"]"), TOKENS.index(b" ")] += 6.0  # ... then a space, where stopping may happen
+        model = ToyTextModel(table)
+        params = {"trials": 4} if strategy == "mcts" else {}
+        out = grammask.generate(
+            model, "[", compiled, max_tokens=20, strategy=dec.strategy_from_name(strategy, **params), seed=seed,
+            stop=[" ", "1,"],
+        )
+        full = model.vocab.decode(out.tokens)
+        if out.stats.stop_reason == "stop":
+            stopped += 1
+            assert compiled.matcher(prefix=out.text).is_accepting(), (seed, out.text)
+            assert full[len(out.text):].startswith((b" ", b"1,"))
+        else:
+            assert out.text == full.decode()
+    assert stopped >= 2

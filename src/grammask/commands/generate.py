@@ -61,6 +61,10 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         metavar="N",
         help="CPU threads for the model (default 1: small models gain little from more, and lose much on a busy machine)",
     )
+    p.add_argument(
+        "--stop", action="append", default=[], metavar="TEXT",
+        help="end the output at TEXT where what precedes it is a whole sentence of the grammar (repeatable)",
+    )
     p.add_argument("--json-out", action="store_true", help="print one JSON object: text, tokens, stats")
 
 
@@ -92,6 +96,7 @@ def _generate(args: argparse.Namespace) -> int:
         strategy=strategy,
         seed=args.seed,
         chat=False if args.no_chat else None,
+        stop=args.stop,
     )
     if args.json_out:
         print(json.dumps({"text": result.text, "tokens": result.tokens, "stats": result.stats.to_dict()}))

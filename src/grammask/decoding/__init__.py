@@ -16,6 +16,7 @@ from grammask.decoding.mcts import MCTS
 from grammask.decoding.run import TokenMatcher
 from grammask.decoding.sample import Sample
 from grammask.decoding.stats import GenerationStats
+from grammask.decoding.stops import StopMatcher, StopRule
 from grammask.decoding.strategy import Decoded, Strategy
 
 __all__ = [
@@ -27,6 +28,8 @@ __all__ = [
     "GenerationStats",
     "Greedy",
     "Sample",
+    "StopMatcher",
+    "StopRule",
     "Strategy",
     "TokenMatcher",
     "generate",

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -13,6 +14,7 @@ from grammask.decoding.greedy import Greedy
 from grammask.decoding.mcts import MCTS
 from grammask.decoding.sample import Sample
 from grammask.decoding.stats import GenerationStats
+from grammask.decoding.stops import StopMatcher, StopRule
 from grammask.decoding.strategy import Strategy
 from grammask.errors import DecodingError, GrammarError
 from grammask.grammar.ir import Grammar
@@ -99,12 +101,21 @@ def generate(
     strategy: str | Strategy = "greedy",
     seed: int | None = None,
     chat: bool | None = None,
+    stop: Sequence[str] = (),
 ) -> Generation:
     """Generate a reply to ``prompt`` that follows ``grammar`` (unconstrained when None).
 
     ``model``: see :func:`~grammask.models.load.load_model`. ``strategy``: a name from :data:`STRATEGIES`
     (default parameters) or a configured strategy such as ``Sample(temperature=0.7)``. ``chat``: apply the
-    model's chat template (None: when it has one).
+    model's chat template (None: when it has one). ``stop``: strings that end the output where the text
+    before them is a whole sentence of the grammar (anywhere, unconstrained); the returned text stops
+    before the stop string, ``tokens`` still hold the token that completed it, and
+    ``stats.stop_reason`` is ``"stop"``.
+
+    Raises :class:`~grammask.errors.DecodingError` for bad decoding parameters or a prompt that does not
+    fit the model, :class:`~grammask.errors.BudgetError` for a ``max_tokens`` below the grammar's
+    shortest output, :class:`~grammask.errors.ModelError` for a model that cannot be loaded, and the
+    grammar's errors when it cannot be compiled.
     """
     text_model = load_model(model)
     if isinstance(strategy, str):
@@ -113,5 +124,14 @@ def generate(
     prompt_ids = text_model.encode_prompt(prompt, chat=chat)
     check_fits(text_model, len(prompt_ids), max_tokens)
     matcher = new_matcher(compiled, max_tokens) if compiled is not None else None
+    rule = StopRule(stop, compiled) if stop else None
+    if rule is not None:
+        matcher = StopMatcher(matcher, rule, text_model.vocab)
     decoded = strategy.decode(text_model, prompt_ids, matcher, max_tokens=max_tokens, seed=seed)
+    if rule is not None:
+        data = text_model.vocab.decode(decoded.tokens)
+        cut = rule.cut(data)
+        if cut is not None:
+            decoded.stats.stop_reason = "stop"
+            return Generation(data[:cut].decode("utf-8", errors="replace"), decoded.tokens, decoded.stats)
     return Generation(text_model.decode(decoded.tokens), decoded.tokens, decoded.stats)

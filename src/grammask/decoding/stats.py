@@ -32,7 +32,8 @@ class GenerationStats:
     forward_passes: int = 0
     """Sequences extended by one token (a batch of 4 counts 4)."""
     stop_reason: str = ""
-    """``"eos"`` (the model ended, or the grammar allowed nothing else) or ``"max_tokens"``."""
+    """``"eos"`` (the model ended, or the grammar allowed nothing else), ``"stop"`` (a stop sequence) or
+    ``"max_tokens"``."""
 
     @property
     def decode_seconds(self) -> float:
