@@ -117,7 +117,11 @@ class HFModel:
         return None
 
     def encode_prompt(self, prompt: str, *, chat: bool | None = None) -> list[int]:
-        """Token ids of a user prompt, wrapped in the chat template when ``chat`` (None: if the model has one)."""
+        """Token ids of a user prompt, wrapped in the chat template when ``chat`` (None: if the model has one).
+
+        Raises :class:`~grammask.errors.DecodingError` for ``chat=True`` on a model without a chat template,
+        or a prompt that encodes to no tokens.
+        """
         has_template = bool(getattr(self.tokenizer, "chat_template", None))
         if chat is None:
             chat = has_template
