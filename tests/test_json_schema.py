@@ -14,6 +14,7 @@ from json_schema_suite import ReferenceChecker
 
 from grammask.compiler import compile
 from grammask.errors import (
+    ConfigurationError,
     EmptyLanguageError,
     TokenRejectedError,
     UnsupportedSchemaError,
@@ -312,6 +313,8 @@ def test_bad_options():
         grammar_from_json_schema({}, whitespace="lots")
     with pytest.raises(ValueError):
         grammar_from_json_schema({}, property_order="random")
+    with pytest.raises(ConfigurationError, match="unknown JSON Schema option"):
+        grammar_from_json_schema({}, indent=2)
 
 
 def test_json_text_is_accepted_as_schema():

@@ -57,6 +57,8 @@ class DiskCache:
         """The value cached for ``key`` and ``kind``, or ``build()`` stored there; and whether it came from disk.
 
         ``decode`` may raise KeyError or TypeError for a file that lacks a field: that file is rebuilt too.
+        A missing, corrupt or stale file is rebuilt and one that cannot be written is skipped, each with a
+        warning (no :class:`CacheError` leaves); what ``build`` raises propagates.
         """
         path = self.path(key, kind)
         if path is not None and path.exists():
@@ -88,7 +90,10 @@ class DiskCache:
 
 
 def save_arrays(path: Path, arrays: dict[str, np.ndarray], meta: dict) -> None:
-    """Write arrays and metadata atomically (a temporary file renamed into place)."""
+    """Write arrays and metadata atomically (a temporary file renamed into place).
+
+    Raises ``OSError`` when the file cannot be written (the temporary file is removed).
+    """
     path.parent.mkdir(parents=True, exist_ok=True)
     payload = dict(arrays)
     payload[_META] = np.frombuffer(json.dumps(meta).encode(), dtype=np.uint8)
@@ -103,7 +108,7 @@ def save_arrays(path: Path, arrays: dict[str, np.ndarray], meta: dict) -> None:
 
 
 def load_arrays(path: Path, expected_key: str) -> tuple[dict[str, np.ndarray], dict]:
-    """Read a file written by :func:`save_arrays`; CacheError if missing, corrupt, or for another key."""
+    """Read a file written by :func:`save_arrays`; raises :class:`CacheError` if missing, corrupt, or for another key."""
     try:
         with np.load(path, allow_pickle=False) as data:
             arrays = {name: data[name] for name in data.files}

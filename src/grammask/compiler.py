@@ -80,7 +80,10 @@ class Compiler:
         return compiled
 
     def submit(self, grammar: Grammar) -> Future[CompiledGrammar]:
-        """Compile ``grammar`` on the compiler's threads; the future's ``result(timeout)`` waits for it."""
+        """Compile ``grammar`` on the compiler's threads; the future's ``result(timeout)`` waits for it.
+
+        ``result()`` raises what :meth:`compile` raises.
+        """
         with self._lock:
             if self._pool is None:
                 self._pool = ThreadPoolExecutor(self._threads, thread_name_prefix="grammask-compile")

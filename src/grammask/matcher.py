@@ -153,7 +153,8 @@ class Matcher:
     def fill_mask(self, row: np.ndarray) -> None:
         """Write the allowed-token bitmask into ``row`` (int32 words, xgrammar/vLLM layout).
 
-        Raises :class:`ConfigurationError` if ``row`` does not have ``bitmask_words(vocab.n_logits)`` words.
+        Raises :class:`ConfigurationError` if ``row`` does not have ``bitmask_words(vocab.n_logits)`` words
+        (and :class:`MatcherStateError` on an internal error: no mask table for the current state).
         """
         rt = self._rt
         if row.shape[-1] != rt.n_words:
@@ -295,7 +296,11 @@ class Matcher:
         self._stack = stack
 
     def accept_token(self, token_id: int) -> bool:
-        """Like :meth:`advance` but returns False instead of raising for a disallowed token."""
+        """Like :meth:`advance` but returns False instead of raising for a disallowed token.
+
+        Still raises :class:`TokenOutOfRangeError` for an id outside ``[0, vocab.n_logits)`` and
+        :class:`MatcherStateError` after EOS.
+        """
         try:
             self.advance(token_id)
         except TokenRejectedError:
@@ -366,7 +371,10 @@ class Matcher:
         return ids[: probe.accept_tokens(ids)]
 
     def rollback(self, k: int = 1) -> None:
-        """Undo the last ``k`` accepted tokens; :class:`MatcherStateError` if fewer were accepted."""
+        """Undo the last ``k`` accepted tokens.
+
+        Raises :class:`MatcherStateError` if fewer were accepted or ``k`` is negative (state unchanged).
+        """
         if k < 0 or k > len(self._history):
             raise MatcherStateError(f"cannot roll back {k} tokens: {len(self._history)} accepted so far")
         if k == 0:

@@ -22,7 +22,11 @@ _INF = float("inf")
 
 
 class SentenceSampler:
-    """Draws random sentences of ``grammar`` as text."""
+    """Draws random sentences of ``grammar`` as text.
+
+    The constructor raises :class:`~grammask.errors.EmptyLanguageError` when the start rule derives no
+    finite sentence (and what :func:`~grammask.automata.lexer.build_lexer` raises when no ``lexer`` is given).
+    """
 
     def __init__(self, grammar: Grammar, *, max_depth: int = 12, lexer: LexerAutomaton | None = None):
         self.grammar = grammar
@@ -101,7 +105,10 @@ class SentenceSampler:
         return out
 
     def lexeme(self, terminal: str, rng: random.Random, mean_length: float = 6.0) -> bytes:
-        """A random lexeme that the lexing rule emits as ``terminal`` (mostly printable ASCII, if allowed)."""
+        """A random lexeme that the lexing rule emits as ``terminal`` (mostly printable ASCII, if allowed).
+
+        Raises :class:`~grammask.errors.GrammarError` for a terminal the lexer can never emit.
+        """
         t = self._index[terminal]
         dist = self._dist[t]
         if dist[0] == np.inf:
@@ -123,7 +130,11 @@ class SentenceSampler:
             state = int(trans[state, b])
 
     def sample(self, rng: random.Random, *, ignored_rate: float = 0.15) -> str:
-        """A random sentence as text, which lexes back into the sampled terminal sequence."""
+        """A random sentence as text, which lexes back into the sampled terminal sequence.
+
+        Raises :class:`~grammask.errors.GrammarError` when a terminal can never be emitted, or no lexeme of
+        one is found that lexes apart from its neighbour.
+        """
         text = bytearray()
         state, pending = 0, None
         for name in self.terminals(rng):

@@ -296,6 +296,9 @@ class Vocabulary:
         of a tokenizer.json file, loaded on first use.
 
         Text tokens are non-empty bytes. EOS ids are special ids; every special id must have a ``None`` token.
+        Raises :class:`~grammask.errors.VocabularyError` when they are not: a token that is neither bytes nor
+        ``None`` or is empty, ``n_logits`` below the number of tokens, no EOS id, or a special or EOS id out
+        of range or spelling a text token.
         """
         for i, token in enumerate(tokens):
             if token is not None and not isinstance(token, bytes):
@@ -337,6 +340,10 @@ class Vocabulary:
         EOS ids: ``eos_ids`` if given; else those named by ``tokenizer_config.json`` and
         ``generation_config.json`` next to the file; else the special tokens among
         :data:`WELL_KNOWN_EOS_TOKENS`. ``name`` defaults to the directory's name.
+
+        Raises :class:`~grammask.errors.VocabularyError` for a missing or unreadable file, one that is not a
+        tokenizer.json, a tokenizer that is not byte-level or SentencePiece-style BPE, an ``eos_token`` in
+        ``tokenizer_config.json`` the tokenizer does not have, or no EOS token found.
         """
         path = Path(path)
         if path.is_dir():
@@ -367,6 +374,9 @@ class Vocabulary:
         EOS ids: ``eos_ids`` if given; else ``tokenizer.eos_token_id`` plus the ``eos_token_id`` of
         ``generation_config`` (a ``GenerationConfig`` or a mapping); else the special tokens among
         :data:`WELL_KNOWN_EOS_TOKENS`. Pass the model's logits width as ``n_logits`` when it is wider.
+
+        Raises :class:`~grammask.errors.VocabularyError` for a tokenizer with no ``tokenizers`` backend (a slow
+        tokenizer), one that is not byte-level or SentencePiece-style BPE, or no EOS token found.
         """
         backend = getattr(tokenizer, "backend_tokenizer", None)
         if not isinstance(backend, tokenizers.Tokenizer):
@@ -437,7 +447,10 @@ class Vocabulary:
 
     @property
     def tokenizer(self) -> tokenizers.Tokenizer | None:
-        """The ``tokenizers.Tokenizer`` this vocabulary was read from (loaded on first use), if any."""
+        """The ``tokenizers.Tokenizer`` this vocabulary was read from (loaded on first use), if any.
+
+        Raises :class:`~grammask.errors.VocabularyError` when the tokenizer file cannot be loaded.
+        """
         if isinstance(self._tokenizer, Path):
             self._tokenizer = _load_tokenizer(self._tokenizer)
         return self._tokenizer
@@ -461,7 +474,10 @@ class Vocabulary:
         return self._fingerprint
 
     def decode(self, ids: Iterable[int]) -> bytes:
-        """The bytes of a token sequence; tokens that are not text add nothing."""
+        """The bytes of a token sequence; tokens that are not text add nothing.
+
+        Raises :class:`~grammask.errors.TokenOutOfRangeError` for an id outside ``[0, n_logits)``.
+        """
         parts = []
         for i in ids:
             i = operator.index(i)
@@ -479,6 +495,9 @@ class Vocabulary:
 
         A SentencePiece-style tokenizer with a ``Prepend`` normalizer puts a space before the text, so
         the ids decode to ``b" " + text``.
+
+        Raises :class:`~grammask.errors.VocabularyError` when the vocabulary has no tokenizer (built from a
+        token list) or its tokenizer file cannot be loaded.
         """
         tokenizer = self.tokenizer
         if tokenizer is None:

@@ -42,6 +42,11 @@ class GrammarLogitsProcessor(transformers.LogitsProcessor):
 
     Pass the ``max_new_tokens`` given to ``generate`` to make the masks keep a complete output within
     it (EOS included, see :mod:`grammask.budget`): the output then ends with EOS, never cut off.
+
+    Raises :class:`~grammask.errors.DecodingError` for ``batch_size`` or ``num_beams`` below 1 and, when
+    called, for a batch of another number of rows; :class:`~grammask.errors.MatcherStateError` when reused
+    for another ``generate`` call; :class:`~grammask.errors.BudgetError` (at the first step) when no output
+    of the grammar fits in ``max_new_tokens``.
     """
 
     def __init__(self, compiled: CompiledGrammar, batch_size: int, num_beams: int = 1,

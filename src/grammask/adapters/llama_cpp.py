@@ -55,7 +55,10 @@ class LlamaCppModel:
 
     @classmethod
     def from_path(cls, path: str | Path, *, n_ctx: int = 4096, **kwargs: Any) -> LlamaCppModel:
-        """Load a GGUF file (``kwargs`` go to ``llama_cpp.Llama``)."""
+        """Load a GGUF file (``kwargs`` go to ``llama_cpp.Llama``).
+
+        Raises :class:`~grammask.errors.ModelError` when there is no file at ``path`` or llama.cpp cannot load it.
+        """
         if not Path(path).is_file():
             raise ModelError(f"no GGUF file at {path}")
         try:
@@ -78,7 +81,10 @@ class LlamaCppModel:
 
     @property
     def vocab(self) -> Vocabulary:
-        """Token bytes as llama.cpp spells them (control tokens: None)."""
+        """Token bytes as llama.cpp spells them (control tokens: None).
+
+        Raises :class:`~grammask.errors.ModelError` for a token longer than the piece buffer.
+        """
         if self._vocab is None:
             buf = ctypes.create_string_buffer(_PIECE_BYTES)
             tokens: list[bytes | None] = []
@@ -94,6 +100,10 @@ class LlamaCppModel:
         return self._vocab
 
     def encode_prompt(self, prompt: str, *, chat: bool | None = None) -> list[int]:
+        """Token ids of a user prompt, wrapped in the chat template when ``chat`` (None: if the model has one).
+
+        Raises :class:`~grammask.errors.DecodingError` for ``chat=True`` on a model without a chat template.
+        """
         template = self.llm.metadata.get("tokenizer.chat_template")
         if chat is None:
             chat = template is not None

@@ -88,7 +88,11 @@ class LexerAutomaton:
 
 
 def build_lexer(grammar: Grammar) -> LexerAutomaton:
-    """The lexer automaton of ``grammar``'s terminals (ignored terminals included)."""
+    """The lexer automaton of ``grammar``'s terminals (ignored terminals included).
+
+    Raises :class:`~grammask.errors.UnsupportedRegexError` for a terminal regex without a finite-automaton
+    meaning, and :class:`~grammask.errors.GrammarError` for a terminal that matches the empty string.
+    """
     terminals = grammar.terminals
     nfas = [compile_regex(t.pattern, t.flags, name=t.name) for t in terminals]
     dfa = build_dfa(nfas)

@@ -34,6 +34,13 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    """Run ``grammask compile``; the exit status.
+
+    Raises the :class:`~grammask.errors.GrammaskError` of any bad input: a grammar, schema or regex that
+    cannot be read or loaded (see :func:`read_source`), a tokenizer that cannot be fetched
+    (:class:`~grammask.errors.FetchError`) or read (:class:`~grammask.errors.VocabularyError`), and
+    the :class:`~grammask.errors.GrammarError` subclasses of a grammar that cannot be compiled.
+    """
     start = time.perf_counter()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # ignored keywords are printed from grammar.notes below
@@ -55,7 +62,12 @@ def run(args: argparse.Namespace) -> int:
 
 
 def read_source(args: argparse.Namespace) -> Grammar:
-    """The grammar named by the command's source option."""
+    """The grammar named by the command's source option.
+
+    Raises :class:`~grammask.errors.GrammarError` for a file that cannot be read (or a schema file that is
+    not JSON), :class:`~grammask.errors.ConfigurationError` for a bad schema option, and what the front end
+    raises for its source.
+    """
     if args.regex is not None:
         return Grammar.from_regex(args.regex)
     if args.lark is not None:

@@ -69,6 +69,12 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    """Run ``grammask generate``; the exit status.
+
+    Raises the :class:`~grammask.errors.GrammaskError` of any bad input (an option out of range, a grammar,
+    schema or regex that cannot be loaded or compiled, a model that cannot be loaded, a prompt too long),
+    its message joined onto one line for the command's error line.
+    """
     try:
         return _generate(args)
     except GrammaskError as e:
@@ -107,7 +113,11 @@ def _generate(args: argparse.Namespace) -> int:
 
 
 def read_grammar(args: argparse.Namespace) -> Grammar | None:
-    """The grammar the options name, or None (unconstrained)."""
+    """The grammar the options name, or None (unconstrained).
+
+    Raises :class:`~grammask.errors.GrammarError` for a ``--grammar`` that is neither a file nor a built-in
+    name, an unreadable file, and what the front ends raise for their sources.
+    """
     if args.grammar is not None:
         path = Path(args.grammar)
         if path.is_file():
@@ -131,6 +141,7 @@ def read_grammar(args: argparse.Namespace) -> Grammar | None:
 
 
 def make_strategy(args: argparse.Namespace) -> Strategy:
+    """The strategy the options name; raises :class:`~grammask.errors.DecodingError` for a bad parameter."""
     params: dict[str, object] = {}
     if args.strategy == "sample":
         params = {"temperature": 1.0 if args.temperature is None else args.temperature, "top_k": args.top_k}

@@ -9,7 +9,7 @@ from grammask.errors import GrammarError
 
 
 def read_text(path: Path) -> str:
-    """The UTF-8 text of a grammar or schema file."""
+    """The UTF-8 text of a grammar or schema file; raises :class:`GrammarError` if unreadable or not UTF-8."""
     try:
         return path.read_text(encoding="utf-8")
     except OSError as e:
@@ -19,7 +19,7 @@ def read_text(path: Path) -> str:
 
 
 def read_schema(path: Path) -> object:
-    """The JSON document of a JSON Schema file."""
+    """The JSON document of a JSON Schema file; raises :class:`GrammarError` if unreadable or not JSON."""
     try:
         return json.loads(read_text(path))
     except ValueError as e:

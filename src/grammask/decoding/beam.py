@@ -38,6 +38,7 @@ class BeamSearch(Strategy):
     ``width`` hypotheses are finished and no beam's current normalised score beats the worst of them, or at
     ``max_tokens`` (beams whose output is then a whole sentence are finished). The best hypothesis wins;
     if none finished, the best beam is returned cut at ``max_tokens``.
+    Raises :class:`~grammask.errors.DecodingError` for ``width < 1``.
     """
 
     width: int = 4

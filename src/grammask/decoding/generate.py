@@ -38,7 +38,11 @@ class Generation:
 
 
 def strategy_from_name(name: str, **params: object) -> Strategy:
-    """A strategy by name (greedy, sample, beam, mcts) with its parameters."""
+    """A strategy by name (greedy, sample, beam, mcts) with its parameters.
+
+    Raises :class:`~grammask.errors.DecodingError` for an unknown name, a parameter the strategy does not
+    take, or a value out of range.
+    """
     cls = STRATEGIES.get(name)
     if cls is None:
         raise DecodingError(f"unknown decoding strategy {name!r}; choose one of: {', '.join(STRATEGIES)}")
@@ -49,7 +53,11 @@ def strategy_from_name(name: str, **params: object) -> Strategy:
 
 
 def compile_for(grammar: Grammar | CompiledGrammar | None, model: TextModel) -> CompiledGrammar | None:
-    """The grammar compiled for ``model``'s vocabulary (compiling it if needed)."""
+    """The grammar compiled for ``model``'s vocabulary (compiling it if needed).
+
+    Raises :class:`~grammask.errors.GrammarError` for a grammar compiled for another vocabulary or an object
+    that is not a grammar, and what :meth:`~grammask.compiler.Compiler.compile` raises.
+    """
     if grammar is None:
         return None
     if isinstance(grammar, CompiledGrammar):
@@ -112,10 +120,12 @@ def generate(
     before the stop string, ``tokens`` still hold the token that completed it, and
     ``stats.stop_reason`` is ``"stop"``.
 
-    Raises :class:`~grammask.errors.DecodingError` for bad decoding parameters or a prompt that does not
-    fit the model, :class:`~grammask.errors.BudgetError` for a ``max_tokens`` below the grammar's
-    shortest output, :class:`~grammask.errors.ModelError` for a model that cannot be loaded, and the
-    grammar's errors when it cannot be compiled.
+    Raises :class:`~grammask.errors.ModelError` (or :class:`~grammask.errors.FetchError` for the default
+    model) when the model cannot be loaded; :class:`~grammask.errors.DecodingError` for an unknown strategy,
+    ``max_tokens`` below 1, an empty stop string, a chat template the model lacks, or a prompt that is empty or does not fit the
+    model's context window; the :class:`~grammask.errors.GrammarError` subclasses of a grammar that cannot
+    be compiled (or was compiled for another vocabulary); and :class:`~grammask.errors.BudgetError` when no
+    output of the grammar fits in ``max_tokens``.
     """
     text_model = load_model(model)
     if isinstance(strategy, str):

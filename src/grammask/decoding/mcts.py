@@ -83,7 +83,11 @@ class _Node:
 
 @dataclass(frozen=True)
 class MCTS(Strategy):
-    """PUCT tree search with greedy simulations; defaults as in TruncProof's experiments (5, 2, 20)."""
+    """PUCT tree search with greedy simulations; defaults as in TruncProof's experiments (5, 2, 20).
+
+    Raises :class:`~grammask.errors.DecodingError` for ``trials`` or ``batch`` below 1, ``temperature <= 0``
+    or ``c_puct < 0``.
+    """
 
     c_puct: float = 5.0
     temperature: float = 2.0

@@ -85,7 +85,10 @@ class Guide:
         self.matcher = matcher
 
     def masked(self, logits: np.ndarray) -> np.ndarray:
-        """``logits`` with disallowed tokens at -inf: a new array, or ``logits`` itself when unconstrained."""
+        """``logits`` with disallowed tokens at -inf: a new array, or ``logits`` itself when unconstrained.
+
+        Raises :class:`~grammask.errors.MatcherStateError` when the matcher allows no token (a dead end).
+        """
         if self.matcher is None:
             return logits
         t0 = perf_counter()

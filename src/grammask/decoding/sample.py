@@ -17,6 +17,9 @@ class Sample(LinearStrategy):
 
     ``check_first``: without top-k/top-p filtering, draw from the unmasked distribution and fall back to
     the masked one only when the grammar rejects the draw (the same distribution, less mask time).
+
+    Raises :class:`~grammask.errors.DecodingError` for ``temperature <= 0``, ``top_k < 1`` or ``top_p``
+    outside (0, 1].
     """
 
     temperature: float = 1.0

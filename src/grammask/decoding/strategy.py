@@ -43,6 +43,7 @@ class Strategy(ABC):
 
         With a matcher, every token follows its masks (EOS only once the output is a whole sentence);
         the matcher is used up (advanced or forked from). Without one, decoding is unconstrained.
+        Raises what :meth:`decode_many` raises.
         """
         return self.decode_many(model, [prompt_ids], [matcher], max_tokens=max_tokens, seed=seed)[0]
 
@@ -63,6 +64,10 @@ class Strategy(ABC):
         CPU, where a pass is bound by reading the weights. Each search is the one :meth:`decode` runs (its
         own RNG seeded with ``seed``); batched passes may round logits differently in the last bits. Each
         output's stats book its own work and its share of every pass it took part in, by sequences.
+
+        Raises :class:`~grammask.errors.DecodingError` when ``matchers`` or ``max_tokens`` do not give one
+        per prompt, a limit is below 1 or a prompt is empty, and :class:`~grammask.errors.MatcherStateError`
+        when a matcher allows no next token (a dead end).
         """
         limits = [max_tokens] * len(prompts) if isinstance(max_tokens, int) else list(max_tokens)
         if matchers is None:

@@ -263,7 +263,14 @@ class _Rep:
 
 
 def grammar_from_gbnf(text: str, *, start: str = "root", name: str = "gbnf") -> Grammar:
-    """Convert a llama.cpp GBNF grammar (start rule ``root``) to a grammar with the same language."""
+    """Convert a llama.cpp GBNF grammar (start rule ``root``) to a grammar with the same language.
+
+    Raises :class:`~grammask.errors.GrammarSyntaxError` (with line and column) for text that is not
+    GBNF or a rule defined twice, :class:`~grammask.errors.UndefinedSymbolError` for a missing start
+    rule or a reference to an undefined rule, :class:`~grammask.errors.EmptyLanguageError` for a
+    grammar that matches no string, and :class:`~grammask.errors.GrammarConflictError` for a
+    recursive grammar that is not LALR(1) once every character is a token.
+    """
     rules = _Parser(text).rules()
     if start not in rules:
         raise UndefinedSymbolError(f"GBNF: the grammar has no '{start}' rule")

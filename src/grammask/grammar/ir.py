@@ -86,6 +86,7 @@ class Grammar:
         return tuple(seen)
 
     def terminal(self, name: str) -> Terminal:
+        """The terminal named ``name``; raises :class:`~grammask.errors.UndefinedSymbolError` if there is none."""
         for t in self.terminals:
             if t.name == name:
                 return t

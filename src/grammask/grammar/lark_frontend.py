@@ -23,7 +23,13 @@ _UNDEFINED = re.compile(r"(?:Rule|Terminal) '?([^' ]+)'? used but not defined|Te
 
 
 def grammar_from_lark(text: str, *, start: str = "start", name: str = "lark") -> Grammar:
-    """Load Lark EBNF text into a :class:`Grammar`; lark errors become grammask errors with line numbers."""
+    """Load Lark EBNF text into a :class:`Grammar`; lark errors become grammask errors with line numbers.
+
+    Raises :class:`~grammask.errors.GrammarSyntaxError` (with line and column) for text that is not Lark
+    EBNF, :class:`~grammask.errors.UndefinedSymbolError` for a rule or terminal used but not defined (or
+    a missing ``start`` rule), and :class:`~grammask.errors.GrammarError` for any other error lark reports
+    and for a ``%declare``-d terminal with no pattern. Terminal regexes are checked at compile time.
+    """
     try:
         with _no_collision_check():
             loaded, _ = load_grammar(text, "<grammar>", [], False)

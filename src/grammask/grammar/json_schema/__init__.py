@@ -10,11 +10,12 @@ silence. The pipeline: :mod:`.reader` turns the schema into per-type :mod:`.shap
 
 from __future__ import annotations
 
+import dataclasses
 import json
 
 from lark.exceptions import GrammarError as LarkGrammarError
 
-from grammask.errors import GrammarError, UnsupportedSchemaError
+from grammask.errors import ConfigurationError, GrammarError, UnsupportedSchemaError
 from grammask.grammar.ir import Grammar
 from grammask.grammar.json_schema.emit import Emitter
 from grammask.grammar.json_schema.options import SchemaOptions
@@ -41,8 +42,12 @@ def grammar_from_json_schema(
     Raises :class:`~grammask.errors.UnsupportedSchemaError` for a keyword that cannot be enforced
     exactly (naming it and its JSON pointer) when strict, :class:`~grammask.errors.GrammarError`
     for schema text that is not JSON or a schema no document satisfies, and
-    :class:`~grammask.errors.ConfigurationError` for a bad option.
+    :class:`~grammask.errors.ConfigurationError` for a bad or unknown option.
     """
+    unknown = sorted(set(settings) - {f.name for f in dataclasses.fields(SchemaOptions)})
+    if unknown:
+        known = ", ".join(f.name for f in dataclasses.fields(SchemaOptions))
+        raise ConfigurationError(f"unknown JSON Schema option(s) {', '.join(unknown)}; the options are: {known}")
     if options is None:
         options = SchemaOptions(**settings)
     elif settings:

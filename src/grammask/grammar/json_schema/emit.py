@@ -222,6 +222,7 @@ class Emitter:
     # --- arrays --------------------------------------------------------------------------
 
     def array(self, shape: ArrayShape, layout: Layout, where: str) -> str:
+        """The rule of an array shape; raises :class:`UnsupportedSchemaError` past ``MAX_COUNTED_ITEMS`` counted items."""
         name = self.fresh("array")
         inner = layout.child()
         p = self.punct

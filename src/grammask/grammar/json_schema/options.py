@@ -48,5 +48,8 @@ class SchemaOptions:
 
     @classmethod
     def from_text(cls, whitespace: str, **options: object) -> SchemaOptions:
-        """Options with ``whitespace`` given as text (``"compact"``, ``"any"`` or digits), as a command line has it."""
+        """Options with ``whitespace`` given as text (``"compact"``, ``"any"`` or digits), as a command line has it.
+
+        Raises :class:`~grammask.errors.ConfigurationError` for a value outside the options' ones.
+        """
         return cls(whitespace=int(whitespace) if whitespace.isdigit() else whitespace, **options)

@@ -69,6 +69,7 @@ class Issues:
         self.notes: list[str] = []
 
     def unsupported(self, keyword: str, pointer: str, why: str) -> None:
+        """Report ``keyword`` at ``pointer``: raises :class:`UnsupportedSchemaError` when strict, else notes and warns."""
         message = f"'{keyword}' at {pointer or '#'}: {why}"
         if self.strict:
             raise UnsupportedSchemaError(message + " (strict=False ignores it, with a warning)")
