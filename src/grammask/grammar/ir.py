@@ -29,10 +29,14 @@ class Terminal:
 
 @dataclass(frozen=True)
 class Rule:
-    """One production ``lhs -> rhs``; ``rhs`` names terminals and nonterminals (empty for epsilon)."""
+    """One production ``lhs -> rhs``; ``rhs`` names terminals and nonterminals (empty for epsilon).
+
+    ``priority`` decides reduce/reduce conflicts as in Lark: the rule of highest priority wins.
+    """
 
     lhs: str
     rhs: tuple[str, ...]
+    priority: int = 0
 
 
 @dataclass(frozen=True)
@@ -40,7 +44,8 @@ class Grammar:
     """A context-free grammar with a separate lexer: the one shape all front ends compile to.
 
     Terminals in ``ignore`` are consumed by the lexer between other terminals and never
-    reach the parser. Build one with a front end (:meth:`from_lark`, :meth:`builtin`) rather
+    reach the parser. ``conflicts`` says what the LALR(1) parser does with a shift/reduce
+    conflict: ``"resolve"`` shifts (as Lark does), ``"error"`` refuses the grammar. Build one with a front end (:meth:`from_lark`, :meth:`builtin`) rather
     than by hand; the constructor checks that every name is defined.
     """
 
@@ -49,6 +54,7 @@ class Grammar:
     start: str
     ignore: frozenset[str] = frozenset()
     name: str = field(default="grammar", compare=False)
+    conflicts: str = "resolve"
 
     def __post_init__(self) -> None:
         term_names = [t.name for t in self.terminals]
@@ -69,6 +75,8 @@ class Grammar:
         missing = self.ignore - terms
         if missing:
             raise UndefinedSymbolError(f"%ignore names undefined terminal(s): {', '.join(sorted(missing))}")
+        if self.conflicts not in ("resolve", "error"):
+            raise GrammarError(f"conflicts must be 'resolve' or 'error', not {self.conflicts!r}")
 
     @property
     def terminal_names(self) -> tuple[str, ...]:
@@ -91,20 +99,26 @@ class Grammar:
         """A stable hash of everything that affects compilation (not the display name)."""
         doc = {
             "terminals": [[t.name, t.pattern, t.flags, t.literal, t.priority] for t in self.terminals],
-            "rules": [[r.lhs, list(r.rhs)] for r in self.rules],
+            "rules": [[r.lhs, list(r.rhs), r.priority] for r in self.rules],
             "start": self.start,
             "ignore": sorted(self.ignore),
+            "conflicts": self.conflicts,
         }
         return hashlib.sha256(json.dumps(doc, sort_keys=True).encode()).hexdigest()
 
     # Front ends live in their own modules; these are the public doors to them.
 
     @classmethod
-    def from_lark(cls, text: str, *, start: str = "start", name: str = "lark") -> Grammar:
-        """Load a grammar written in Lark's EBNF (``%import common``, ``%ignore``, priorities)."""
+    def from_lark(cls, text: str, *, start: str = "start", name: str = "lark", conflicts: str = "resolve") -> Grammar:
+        """Load a grammar written in Lark's EBNF (``%import common``, ``%ignore``, priorities).
+
+        ``conflicts``: ``"resolve"`` LALR(1) conflicts as Lark does (shift over reduce, rule
+        priorities between reductions), each listed in the compiled grammar's notes; ``"error"``
+        raises ``GrammarConflictError`` on a shift/reduce conflict instead.
+        """
         from grammask.grammar.lark_frontend import grammar_from_lark
 
-        return grammar_from_lark(text, start=start, name=name)
+        return grammar_from_lark(text, start=start, name=name, conflicts=conflicts)
 
     @classmethod
     def from_json_schema(

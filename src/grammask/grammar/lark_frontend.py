@@ -22,8 +22,12 @@ _REGULAR_EQUIVALENTS = {
 _UNDEFINED = re.compile(r"(?:Rule|Terminal) '?([^' ]+)'? used but not defined|Terminals? used but not defined")
 
 
-def grammar_from_lark(text: str, *, start: str = "start", name: str = "lark") -> Grammar:
-    """Load Lark EBNF text into a :class:`Grammar`; lark errors become grammask errors with line numbers."""
+def grammar_from_lark(text: str, *, start: str = "start", name: str = "lark", conflicts: str = "resolve") -> Grammar:
+    """Load Lark EBNF text into a :class:`Grammar`; lark errors become grammask errors with line numbers.
+
+    Rule priorities (``name.2: ...``) are kept: they decide reduce/reduce conflicts. ``conflicts``
+    is the grammar's shift/reduce policy (``"resolve"`` as Lark, or ``"error"``; see :class:`Grammar`).
+    """
     try:
         with _no_collision_check():
             loaded, _ = load_grammar(text, "<grammar>", [], False)
@@ -52,8 +56,10 @@ def grammar_from_lark(text: str, *, start: str = "start", name: str = "lark") ->
                 priority=td.priority,
             )
         )
-    rules = tuple(Rule(str(r.origin.name), tuple(str(s.name) for s in r.expansion)) for r in lark_rules)
-    return Grammar(tuple(terminals), rules, start, frozenset(str(i) for i in ignore), name=name)
+    rules = tuple(
+        Rule(str(r.origin.name), tuple(str(s.name) for s in r.expansion), r.options.priority or 0) for r in lark_rules
+    )
+    return Grammar(tuple(terminals), rules, start, frozenset(str(i) for i in ignore), name=name, conflicts=conflicts)
 
 
 @contextmanager
