@@ -69,8 +69,9 @@ class CompiledGrammar:
         self.mask_tables = masks
         self.stats = stats
         self.cache_path: Path | None = None  # set by compile(); the budget tables are cached beside it
-        self.notes: tuple[str, ...] = _notes(grammar)
-        """What the grammar's front end could not enforce (e.g. schema keywords dropped with ``strict=False``)."""
+        self.notes: tuple[str, ...] = _notes(grammar, tables)
+        """What the grammar's front end could not enforce (e.g. schema keywords dropped with ``strict=False``),
+        then the LALR(1) conflicts resolved as Lark resolves them."""
 
     def matcher(self, max_tokens: int | None = None) -> Matcher:
         """A fresh matcher at the start of a document.
@@ -164,9 +165,9 @@ def compile(grammar: Grammar, vocab: Vocabulary, *, cache: bool | str | Path = T
     with _lock:
         hit = _memory.get(key)
     if hit is not None:
-        if hit.notes != _notes(grammar):  # same language, but this grammar's front end left different notes
+        if hit.notes != _notes(grammar, hit.tables):  # same language, but this grammar's front end left different notes
             hit = copy.copy(hit)
-            hit.grammar, hit.notes = grammar, _notes(grammar)
+            hit.grammar, hit.notes = grammar, _notes(grammar, hit.tables)
         return hit
     path = _cache_path(cache, key)
     compiled = None
@@ -187,8 +188,8 @@ def compile(grammar: Grammar, vocab: Vocabulary, *, cache: bool | str | Path = T
     return compiled
 
 
-def _notes(grammar: Grammar) -> tuple[str, ...]:
-    return tuple(getattr(grammar, "notes", ()))
+def _notes(grammar: Grammar, tables: ParseTables) -> tuple[str, ...]:
+    return tuple(getattr(grammar, "notes", ())) + tables.notes
 
 
 def clear_memory_cache() -> None:
@@ -259,6 +260,7 @@ def _save(path: Path, key: str, c: CompiledGrammar) -> None:
         "rule_text": list(c.tables.rule_text),
         "start_state": c.tables.start_state,
         "accept_state": c.tables.accept_state,
+        "parser_notes": list(c.tables.notes),
         "stats": {k: v for k, v in dataclasses.asdict(c.stats).items() if k not in ("seconds", "from_cache", "phases")},
     }
     try:
@@ -277,6 +279,7 @@ def _load(path: Path, key: str, grammar: Grammar, vocab: Vocabulary) -> Compiled
             rule_text=tuple(meta["rule_text"]),
             start_state=int(meta["start_state"]),
             accept_state=int(meta["accept_state"]),
+            notes=tuple(meta["parser_notes"]),
             **{f: arrays[f"tables.{f}"] for f in _TABLE_ARRAYS},
         )
         masks = MaskTables(**{f.name: arrays[f"masks.{f.name}"] for f in dataclasses.fields(MaskTables)})

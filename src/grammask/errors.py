@@ -71,7 +71,7 @@ class CacheError(GrammaskError):
 
 
 class BudgetError(GrammaskError):
-    """A token budget too small for any sentence of the grammar."""
+    """A token budget too small for any sentence of the grammar, or a grammar whose budgets cannot be guaranteed."""
 
 
 class ModelError(GrammaskError):
