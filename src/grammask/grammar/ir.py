@@ -45,8 +45,9 @@ class Grammar:
 
     Terminals in ``ignore`` are consumed by the lexer between other terminals and never
     reach the parser. ``conflicts`` says what the LALR(1) parser does with a shift/reduce
-    conflict: ``"resolve"`` shifts (as Lark does), ``"error"`` refuses the grammar. Build one with a front end (:meth:`from_lark`, :meth:`builtin`) rather
-    than by hand; the constructor checks that every name is defined.
+    conflict: ``"resolve"`` shifts (as Lark does), ``"error"`` refuses the grammar. Build one
+    with a front end (:meth:`from_lark`, :meth:`builtin`) rather than by hand; the constructor
+    checks that every name is defined (and raises ``GrammarError`` for another ``conflicts``).
     """
 
     terminals: tuple[Terminal, ...]

@@ -91,12 +91,13 @@ def build_parse_tables(grammar: Grammar, parser_terminals: tuple[str, ...]) -> P
     analyzer.compute_includes_lookback()
     analyzer.compute_lookaheads()
     rule_text = [f"{r.lhs} -> {' '.join(r.rhs) or '<empty>'}" for r in grammar.rules]
-    conflicts = find_conflicts(analyzer, lambda r: rule_text[r.order])
+    conflicts = find_conflicts(analyzer, lambda r: rule_text[r.order])  # lark's augmented rule never reduces
     lr1_args = ([(r.lhs, r.rhs, r.priority) for r in grammar.rules], grammar.start, terminal_set)
     notes = check_conflicts(conflicts, grammar.conflicts, lr1_args)
     if notes:
         shown = "; ".join(notes[:3]) + ("; ..." if len(notes) > 3 else "")
-        warnings.warn(f"grammar '{grammar.name}': {len(notes)} LALR(1) conflict(s) resolved as Lark does: {shown}", stacklevel=2)
+        message = f"grammar '{grammar.name}': {len(notes)} LALR(1) conflict(s) resolved as Lark does: {shown}"
+        warnings.warn(message, stacklevel=2)
     analyzer.compute_lalr1_states()
 
     table = analyzer.parse_table
