@@ -20,9 +20,9 @@ from oracle import MaskOracle
 from grammask import Grammar, compile
 from grammask.bitmask import allocate_bitmask, bitmask_to_bool
 from grammask.compiled import clear_memory_cache
-from grammask.errors import BudgetError, GrammarConflictError
+from grammask.errors import BudgetError, GrammarConflictError, GrammarError
 from grammask.grammar.ir import Rule
-from grammask.grammar.lark_export import lark_parser
+from grammask.grammar.lark_export import lark_parser, to_lark_text
 from grammask.parser.tables import ParseTables, build_parse_tables, decode_reduce
 from grammask.sampler import SentenceSampler, mutate
 
@@ -156,6 +156,16 @@ def test_fingerprint_covers_priorities_and_policy():
     bumped = Grammar(base.terminals, (Rule(base.rules[0].lhs, base.rules[0].rhs, 5), *base.rules[1:]), base.start, base.ignore)
     assert bumped.fingerprint() != base.fingerprint()
     assert Grammar.from_lark(DANGLING_ELSE).fingerprint() == base.fingerprint()
+    with pytest.raises(GrammarError, match="conflicts must be"):
+        Grammar.from_lark(DANGLING_ELSE, conflicts="shift")
+
+
+def test_export_needs_one_priority_per_rule():
+    g = Grammar.from_lark('start: a\na.3: "x" | "y"')
+    assert "a.3: X\n    | Y" in to_lark_text(g)
+    mixed = Grammar(g.terminals, (g.rules[0], Rule("a", ("X",), 3), Rule("a", ("Y",), 0)), g.start)
+    with pytest.raises(GrammarError, match="different priorities"):
+        to_lark_text(mixed)
 
 
 def test_notes_survive_the_disk_cache(tmp_path):
