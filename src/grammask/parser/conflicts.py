@@ -7,8 +7,8 @@ Lark's rule (``lark.parsers.lalr_analysis.LALR_Analyzer.compute_lalr1_states``),
 * shift/reduce (after the reduce/reduce step): the shift wins, silently in Lark.
 
 grammask records every resolution as a note, and with the ``"error"`` policy refuses shift/reduce
-conflicts instead. Where a refused conflict is an artifact of LALR(1) merging LR(1) states with the
-same core, the error says that canonical LR(1) tables would have no conflict there.
+conflicts instead. A refusal also says whether canonical LR(1) tables have the same conflict, or
+whether it comes from LALR(1) merging LR(1) states that share a core.
 """
 
 from __future__ import annotations
@@ -21,8 +21,6 @@ from lark.parsers.lalr_analysis import LALR_Analyzer
 
 from grammask.errors import GrammarConflictError
 from grammask.parser.lr1 import lr1_conflicts
-
-CONFLICT_POLICIES = ("resolve", "error")
 
 
 @dataclass(frozen=True)
