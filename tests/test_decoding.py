@@ -565,3 +565,12 @@ def test_generate_stops_at_a_stop_sequence_with_a_sentence_before_it(strategy, c
         else:
             assert out.text == full.decode()
     assert stopped >= 2
+
+
+def test_generate_without_budgets_for_a_grammar_with_resolved_conflicts():
+    dangling = Grammar.from_lark('start: "[" s "]"\ns: "a" s | "a" s "," s | "1"\n')
+    model = ToyTextModel(BigramModel.random(3).table)
+    with pytest.warns(UserWarning, match="no token budget"):
+        out = grammask.generate(model, "[", dangling, max_tokens=8)
+    assert out.stats.stop_reason in ("eos", "max_tokens") and len(out.tokens) <= 8
+    assert accepts_whole(compile(dangling, model.vocab, cache=False), out.tokens, out.stats.stop_reason)

@@ -58,8 +58,9 @@ class CompiledGrammar:
 
     @property
     def notes(self) -> tuple[str, ...]:
-        """What the grammar's front end could not enforce (e.g. schema keywords dropped with ``strict=False``)."""
-        return self.grammar.notes
+        """What the grammar's front end could not enforce (e.g. schema keywords dropped with ``strict=False``),
+        then the LALR(1) conflicts resolved as Lark resolves them."""
+        return self.grammar.notes + self._engine.parse.notes
 
     @property
     def nbytes(self) -> int:

@@ -61,6 +61,7 @@ class Engine:
             "parser_terminals": list(self.parse.terminals),
             "nonterminals": list(self.parse.nonterminals),
             "rule_text": list(self.parse.rule_text),
+            "parser_notes": list(self.parse.notes),
             "start_state": self.parse.start_state,
             "accept_state": self.parse.accept_state,
         }
@@ -74,6 +75,7 @@ class Engine:
             terminals=tuple(meta["parser_terminals"]),
             nonterminals=tuple(meta["nonterminals"]),
             rule_text=tuple(meta["rule_text"]),
+            notes=tuple(meta["parser_notes"]),
             start_state=int(meta["start_state"]),
             accept_state=int(meta["accept_state"]),
             **{f: arrays[f"tables.{f}"] for f in _TABLE_ARRAYS},

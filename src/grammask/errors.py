@@ -96,7 +96,11 @@ class CacheError(GrammaskError):
 
 
 class BudgetError(GrammaskError):
-    """A token budget too small for any sentence of the grammar."""
+    """A token budget too small for any sentence of the grammar, or a grammar whose budgets cannot be guaranteed."""
+
+
+class BudgetUnsupportedError(BudgetError):
+    """The grammar cannot have token budgets at all (its LALR(1) conflicts were resolved as Lark does)."""
 
 
 class ModelError(GrammaskError):

@@ -13,6 +13,11 @@ stack's depth ("same level"); closing those over gives, for every LR state ``u``
 ``g = δ(u, s)``, the *exits* of ``g`` above ``u``: ``(cost, d, A)`` = finish the same-level chain
 for ``cost`` tokens, then pop ``g``'s level and ``d >= 1`` states below and push ``goto(·, A)``.
 An exit with ``d = 0`` is acceptance (only above the start state).
+
+That needs tables without conflicts: where a conflict was resolved (a shift chosen over a
+reduction, or one reduction over another by priority), the dropped action can be the only way to
+finish a kernel item, and a cost through it would promise a completion the parser refuses. Such
+grammars get no budgets (:class:`~grammask.errors.BudgetUnsupportedError`).
 """
 
 from __future__ import annotations
@@ -23,6 +28,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from grammask.budget.costs import INF, add
+from grammask.errors import BudgetUnsupportedError
 from grammask.parser.tables import ParseTables
 
 
@@ -73,7 +79,16 @@ def follow_terminals(tables: ParseTables) -> np.ndarray:
 
 
 def build_parser_costs(tables: ParseTables, term_cost: np.ndarray) -> ParserCosts:
-    """Nonterminal costs and the exits of every LR transition, with terminal ``t`` costing ``term_cost[t]``."""
+    """Nonterminal costs and the exits of every LR transition, with terminal ``t`` costing ``term_cost[t]``.
+
+    Raises :class:`~grammask.errors.BudgetUnsupportedError` when the tables have resolved conflicts (``tables.notes``).
+    """
+    if tables.notes:
+        raise BudgetUnsupportedError(
+            f"token budgets need a grammar without LALR(1) conflicts; this one has {len(tables.notes)} resolved "
+            f"as Lark does (first: {tables.notes[0]}), which can leave LR items that no completion finishes, "
+            "so a budget could not be guaranteed. Rewrite the rules so that one terminal of lookahead decides"
+        )
     n_terms = tables.end
     n_nts = len(tables.nonterminals)
     n_sym = n_terms + 1 + n_nts

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -16,7 +17,7 @@ from grammask.decoding.sample import Sample
 from grammask.decoding.stats import GenerationStats
 from grammask.decoding.stops import StopMatcher, StopRule
 from grammask.decoding.strategy import Strategy
-from grammask.errors import DecodingError, GrammarError
+from grammask.errors import BudgetUnsupportedError, DecodingError, GrammarError
 from grammask.grammar.ir import Grammar
 from grammask.models.load import ModelLike, load_model
 from grammask.models.protocol import TextModel
@@ -77,9 +78,15 @@ def new_matcher(compiled: CompiledGrammar, max_tokens: int) -> Matcher:
 
     Its masks keep a complete output within the budget (EOS included, see :mod:`grammask.budget`), so a
     constrained output ends with EOS, never cut at ``max_tokens``; a budget below the grammar's shortest
-    output raises :class:`~grammask.errors.BudgetError`.
+    output raises :class:`~grammask.errors.BudgetError`. A grammar that cannot have budgets (LALR(1)
+    conflicts resolved as Lark does) gets an unbudgeted matcher and a warning: its output may be cut.
     """
-    return compiled.matcher(max_tokens=max_tokens)
+    try:
+        return compiled.matcher(max_tokens=max_tokens)
+    except BudgetUnsupportedError as e:
+        warnings.warn(f"grammask: no token budget for grammar {compiled.grammar.name!r}, so the output may be cut "
+                      f"at max_tokens: {e}", stacklevel=3)
+        return compiled.matcher()
 
 
 def check_fits(model: TextModel, prompt_tokens: int, max_tokens: int) -> None:

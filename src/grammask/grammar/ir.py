@@ -29,10 +29,14 @@ class Terminal:
 
 @dataclass(frozen=True)
 class Rule:
-    """One production ``lhs -> rhs``; ``rhs`` names terminals and nonterminals (empty for epsilon)."""
+    """One production ``lhs -> rhs``; ``rhs`` names terminals and nonterminals (empty for epsilon).
+
+    ``priority`` decides reduce/reduce conflicts as in Lark: the rule of highest priority wins.
+    """
 
     lhs: str
     rhs: tuple[str, ...]
+    priority: int = 0
 
 
 @dataclass(frozen=True)
@@ -40,10 +44,12 @@ class Grammar:
     """A context-free grammar with a separate lexer: the one shape all front ends compile to.
 
     Terminals in ``ignore`` are consumed by the lexer between other terminals and never
-    reach the parser. Build one with a front end (``Grammar.from_lark``, ``Grammar.builtin``, ...,
-    attached by :mod:`grammask.grammar`) rather than by hand; the constructor checks that every
-    name is defined and raises :class:`~grammask.errors.GrammarError` otherwise. ``notes`` do not
-    change the language, so they are left out of equality and the fingerprint.
+    reach the parser. ``conflicts`` says what the LALR(1) parser does with a shift/reduce
+    conflict: ``"resolve"`` shifts (as Lark does), ``"error"`` refuses the grammar. Build one with a
+    front end (``Grammar.from_lark``, ``Grammar.builtin``, ..., attached by :mod:`grammask.grammar`)
+    rather than by hand; the constructor checks that every name is defined and raises
+    :class:`~grammask.errors.GrammarError` otherwise (and for another ``conflicts``). ``notes`` do
+    not change the language, so they are left out of equality and the fingerprint.
     """
 
     terminals: tuple[Terminal, ...]
@@ -53,6 +59,7 @@ class Grammar:
     name: str = field(default="grammar", compare=False)
     notes: tuple[str, ...] = field(default=(), compare=False)
     """What the front end could not enforce (e.g. schema keywords dropped with ``strict=False``)."""
+    conflicts: str = "resolve"
 
     def __post_init__(self) -> None:
         term_names = [t.name for t in self.terminals]
@@ -73,6 +80,8 @@ class Grammar:
         missing = self.ignore - terms
         if missing:
             raise UndefinedSymbolError(f"%ignore names undefined terminal(s): {', '.join(sorted(missing))}")
+        if self.conflicts not in ("resolve", "error"):
+            raise GrammarError(f"conflicts must be 'resolve' or 'error', not {self.conflicts!r}")
 
     @property
     def terminal_names(self) -> tuple[str, ...]:
@@ -96,8 +105,9 @@ class Grammar:
         """A stable hash of everything that affects compilation (not the display name)."""
         doc = {
             "terminals": [[t.name, t.pattern, t.flags, t.literal, t.priority] for t in self.terminals],
-            "rules": [[r.lhs, list(r.rhs)] for r in self.rules],
+            "rules": [[r.lhs, list(r.rhs), r.priority] for r in self.rules],
             "start": self.start,
             "ignore": sorted(self.ignore),
+            "conflicts": self.conflicts,
         }
         return hashlib.sha256(json.dumps(doc, sort_keys=True).encode()).hexdigest()

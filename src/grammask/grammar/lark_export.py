@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 
+from grammask.errors import GrammarError
 from grammask.grammar.ir import Grammar, Terminal
 
 _LARK_RULE = re.compile(r"_?[a-z][_a-z0-9]*")
@@ -21,23 +22,29 @@ def lark_terminal_name(name: str) -> str:
 
 
 def to_lark_text(grammar: Grammar) -> str:
-    """Lark EBNF for ``grammar``: terminals with priorities, rules as BNF alternatives, ``%ignore``.
+    """Lark EBNF for ``grammar``: terminals and rules with priorities, rules as BNF alternatives, ``%ignore``.
 
     Load it with ``Lark(text, parser="lalr", start=lark_rule_name(grammar.start))``. Names Lark
     would not accept (such as the ``__object_star_0`` rules Lark's own loader invents) are
     renamed by :func:`lark_rule_name` and :func:`lark_terminal_name`.
     Lark's own basic lexer tries terminals in priority order rather than by maximal munch, so a
     reference that must lex exactly like grammask feeds Lark the terminals lexed by grammask's
-    lexer instead.
+    lexer instead. Raises :class:`~grammask.errors.GrammarError` when alternatives of one rule have
+    different priorities (Lark gives a priority to a rule name, not to one alternative).
     """
     lines = [_terminal_line(t) for t in grammar.terminals]
     alternatives: dict[str, list[str]] = {}
+    priority: dict[str, int] = {}
     terminals = set(grammar.terminal_names)
     for rule in grammar.rules:
         rhs = (lark_terminal_name(s) if s in terminals else lark_rule_name(s) for s in rule.rhs)
-        alternatives.setdefault(lark_rule_name(rule.lhs), []).append(" ".join(rhs))
+        lhs = lark_rule_name(rule.lhs)
+        alternatives.setdefault(lhs, []).append(" ".join(rhs))
+        if priority.setdefault(lhs, rule.priority) != rule.priority:
+            raise GrammarError(f"rule '{rule.lhs}' has alternatives of different priorities; Lark cannot express that")
     for lhs, alts in alternatives.items():
-        lines.append(f"{lhs}: " + "\n    | ".join(alts))
+        head = lhs if priority[lhs] == 0 else f"{lhs}.{priority[lhs]}"
+        lines.append(f"{head}: " + "\n    | ".join(alts))
     lines.extend(f"%ignore {lark_terminal_name(name)}" for name in sorted(grammar.ignore))
     return "\n".join(lines) + "\n"
 

@@ -22,13 +22,17 @@ _REGULAR_EQUIVALENTS = {
 _UNDEFINED = re.compile(r"(?:Rule|Terminal) '?([^' ]+)'? used but not defined|Terminals? used but not defined")
 
 
-def grammar_from_lark(text: str, *, start: str = "start", name: str = "lark") -> Grammar:
+def grammar_from_lark(text: str, *, start: str = "start", name: str = "lark", conflicts: str = "resolve") -> Grammar:
     """Load Lark EBNF text into a :class:`Grammar`; lark errors become grammask errors with line numbers.
+
+    Rule priorities (``name.2: ...``) are kept: they decide reduce/reduce conflicts. ``conflicts``
+    is the grammar's shift/reduce policy (``"resolve"`` as Lark, or ``"error"``; see :class:`Grammar`).
 
     Raises :class:`~grammask.errors.GrammarSyntaxError` (with line and column) for text that is not Lark
     EBNF, :class:`~grammask.errors.UndefinedSymbolError` for a rule or terminal used but not defined (or
-    a missing ``start`` rule), and :class:`~grammask.errors.GrammarError` for any other error lark reports
-    and for a ``%declare``-d terminal with no pattern. Terminal regexes are checked at compile time.
+    a missing ``start`` rule), and :class:`~grammask.errors.GrammarError` for any other error lark reports,
+    for a ``%declare``-d terminal with no pattern and for an unknown ``conflicts``. Terminal regexes are
+    checked at compile time.
     """
     try:
         with _no_collision_check():
@@ -58,8 +62,10 @@ def grammar_from_lark(text: str, *, start: str = "start", name: str = "lark") ->
                 priority=td.priority,
             )
         )
-    rules = tuple(Rule(str(r.origin.name), tuple(str(s.name) for s in r.expansion)) for r in lark_rules)
-    return Grammar(tuple(terminals), rules, start, frozenset(str(i) for i in ignore), name=name)
+    rules = tuple(
+        Rule(str(r.origin.name), tuple(str(s.name) for s in r.expansion), r.options.priority or 0) for r in lark_rules
+    )
+    return Grammar(tuple(terminals), rules, start, frozenset(str(i) for i in ignore), name=name, conflicts=conflicts)
 
 
 @contextmanager

@@ -2,18 +2,20 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import warnings
+from dataclasses import dataclass, field
 
 import numpy as np
-from lark import exceptions as lark_exc
 from lark.common import ParserConf
 from lark.grammar import NonTerminal as LarkNonTerminal
 from lark.grammar import Rule as LarkRule
+from lark.grammar import RuleOptions
 from lark.grammar import Terminal as LarkTerminal
 from lark.parsers.lalr_analysis import LALR_Analyzer, Shift
 
-from grammask.errors import EmptyLanguageError, GrammarConflictError
+from grammask.errors import EmptyLanguageError
 from grammask.grammar.ir import Grammar
+from grammask.parser.conflicts import check_conflicts, find_conflicts
 
 END = "$END"
 ERROR = -1
@@ -35,7 +37,8 @@ class ParseTables:
     ``action[s, t]`` for parser terminal ``t`` (index ``len(terminals)`` is end of input) is the
     target state of a shift (>= 0), ``-1`` for an error, or ``encode_reduce(r)``. Accepting is a
     shift of the end marker into ``accept_state``, a row of errors, so "the parser accepts"
-    reads the same as "the terminal was shifted".
+    reads the same as "the terminal was shifted". ``notes`` describe the conflicts resolved
+    (shift over reduce, or a reduction by rule priority), as Lark resolves them.
     """
 
     terminals: tuple[str, ...]
@@ -48,6 +51,7 @@ class ParseTables:
     rule_text: tuple[str, ...]
     start_state: int
     accept_state: int
+    notes: tuple[str, ...] = field(default=())
 
     @property
     def end(self) -> int:
@@ -68,22 +72,33 @@ class ParseTables:
 def build_parse_tables(grammar: Grammar, parser_terminals: tuple[str, ...]) -> ParseTables:
     """LALR(1) tables over ``parser_terminals`` (the grammar's non-ignored terminals, in lexer order).
 
-    Raises :class:`~grammask.errors.EmptyLanguageError` when the start rule derives no finite sentence,
-    and :class:`~grammask.errors.GrammarConflictError` (naming the rules and terminal) when the grammar
-    is not LALR(1).
+    Conflicts are resolved as Lark resolves them (see :mod:`grammask.parser.conflicts`) and listed
+    in ``notes``, with one warning per grammar; ``grammar.conflicts == "error"`` refuses
+    shift/reduce conflicts instead. Raises :class:`~grammask.errors.EmptyLanguageError` for an
+    empty language and :class:`~grammask.errors.GrammarConflictError` for a refused conflict.
     """
     _check_nonempty(grammar, set(parser_terminals))
     nonterminals = grammar.nonterminals
+    terminal_set = frozenset(parser_terminals)
     lark_rules = []
     for order, rule in enumerate(grammar.rules):
-        expansion = [LarkTerminal(s) if s in set(parser_terminals) else LarkNonTerminal(s) for s in rule.rhs]
-        lark_rules.append(LarkRule(LarkNonTerminal(rule.lhs), expansion, order=order))
+        expansion = [LarkTerminal(s) if s in terminal_set else LarkNonTerminal(s) for s in rule.rhs]
+        options = RuleOptions(priority=rule.priority or None)
+        lark_rules.append(LarkRule(LarkNonTerminal(rule.lhs), expansion, order=order, options=options))
     analyzer = LALR_Analyzer(ParserConf(lark_rules, {}, [grammar.start]), debug=True, strict=False)
-    try:
-        analyzer.compute_lalr()
-    except lark_exc.GrammarError as e:
-        raise GrammarConflictError(f"grammar is not LALR(1): {e}") from None
-    _check_shift_reduce(analyzer)
+    analyzer.compute_lr0_states()
+    analyzer.compute_reads_relations()
+    analyzer.compute_includes_lookback()
+    analyzer.compute_lookaheads()
+    rule_text = [f"{r.lhs} -> {' '.join(r.rhs) or '<empty>'}" for r in grammar.rules]
+    conflicts = find_conflicts(analyzer, lambda r: rule_text[r.order])  # lark's augmented rule never reduces
+    lr1_args = ([(r.lhs, r.rhs, r.priority) for r in grammar.rules], grammar.start, terminal_set)
+    notes = check_conflicts(conflicts, grammar.conflicts, lr1_args)
+    if notes:
+        shown = "; ".join(notes[:3]) + ("; ..." if len(notes) > 3 else "")
+        message = f"grammar '{grammar.name}': {len(notes)} LALR(1) conflict(s) resolved as Lark does: {shown}"
+        warnings.warn(message, stacklevel=2)
+    analyzer.compute_lalr1_states()
 
     table = analyzer.parse_table
     states = _canonical_order(table, [*parser_terminals, END, *nonterminals], table.start_states[grammar.start])
@@ -118,9 +133,10 @@ def build_parse_tables(grammar: Grammar, parser_terminals: tuple[str, ...]) -> P
             [term_id[s] if s in term_id else len(term_id) + nt_id[s] for r in grammar.rules for s in r.rhs],
             dtype=np.int32,
         ),
-        rule_text=tuple(f"{r.lhs} -> {' '.join(r.rhs) or '<empty>'}" for r in grammar.rules),
+        rule_text=tuple(rule_text),
         start_state=state_id[table.start_states[grammar.start]],
         accept_state=n,
+        notes=notes,
     )
 
 
@@ -158,18 +174,3 @@ def _check_nonempty(grammar: Grammar, terminals: set[str]) -> None:
             f"the grammar's language is empty: rule '{grammar.start}' derives no finite sentence "
             "(every alternative recurses forever or uses a terminal the lexer can never produce)"
         )
-
-
-def _check_shift_reduce(analyzer: LALR_Analyzer) -> None:
-    """Lark resolves shift/reduce conflicts silently as shifts; grammask reports them instead."""
-    for itemset in analyzer.lr0_itemsets:
-        for la, rules in itemset.lookaheads.items():
-            if la in itemset.transitions:
-                shifting = sorted({str(item.rule) for item in itemset.closure if not item.is_satisfied and item.next == la})
-                reducing = sorted(str(r) for r in rules)
-                raise GrammarConflictError(
-                    f"grammar is not LALR(1): shift/reduce conflict on terminal {la.name}: "
-                    f"reduce by {' | '.join(reducing)}, or shift {la.name} in {' | '.join(shifting)}. "
-                    "Rewrite the rules so that one terminal of lookahead decides (e.g. the matched/unmatched "
-                    "statement split for a dangling else)."
-                )
