@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import random
 import warnings
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -245,3 +246,16 @@ def test_masks_equal_oracle(text, n_prefixes):
                 checked += 1
             if t is not None and not matcher.accept_token(t):
                 break  # a derivation the resolved parser refuses: stop at the first refused token
+
+
+def test_compile_command_prints_resolutions_or_refuses(tmp_path, capsys):
+    from grammask.cli import main
+
+    path = tmp_path / "dangling.lark"
+    path.write_text(DANGLING_ELSE)
+    smollm2 = "tests/data/tokenizers/smollm2/tokenizer.json"
+    args = ["compile", "--lark", str(path), "--tokenizer", str(Path(__file__).parent.parent / smollm2), "--no-cache"]
+    assert main(args) == 0
+    assert "resolved: shift/reduce conflict on ELSE" in capsys.readouterr().out
+    assert main([*args, "--conflicts", "error"]) == 2
+    assert "shift/reduce conflict on terminal ELSE" in capsys.readouterr().err

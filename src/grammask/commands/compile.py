@@ -8,6 +8,7 @@ import warnings
 from pathlib import Path
 
 from grammask.commands.sources import read_schema, read_text
+from grammask.compiler import compile as compile_grammar
 from grammask.grammar import Grammar, SchemaOptions
 from grammask.grammar.json_schema.options import PROPERTY_ORDERS, WHITESPACE_POLICIES
 
@@ -30,6 +31,10 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--property-order", choices=PROPERTY_ORDERS, default="schema", help="schema property order")
     p.add_argument("--no-additional-properties", action="store_true", help="forbid undeclared properties the schema leaves open")
     p.add_argument("--lenient", action="store_true", help="ignore (and report) schema keywords that cannot be enforced")
+    p.add_argument(
+        "--conflicts", choices=("resolve", "error"), default="resolve",
+        help="Lark grammars: resolve LALR(1) conflicts as Lark does (default, listed as notes) or refuse them",
+    )
     p.add_argument("--no-cache", action="store_true", help="compile even if a cached result exists")
 
 
@@ -52,12 +57,14 @@ def run(args: argparse.Namespace) -> int:
     if args.tokenizer is None:
         print("no --tokenizer given: not compiled against a vocabulary")
         return 0
-    from grammask.compiler import compile as compile_grammar
-
     vocab = _vocabulary(args.tokenizer)
     start = time.perf_counter()
-    compiled = compile_grammar(grammar, vocab, cache=not args.no_cache)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # resolved conflicts are printed from compiled.notes below
+        compiled = compile_grammar(grammar, vocab, cache=not args.no_cache)
     print(f"compiled for {vocab.name} in {time.perf_counter() - start:.3f} s: {compiled!r}")
+    for note in compiled.notes[len(grammar.notes):]:
+        print(f"resolved: {note}")
     return 0
 
 
@@ -72,7 +79,7 @@ def read_source(args: argparse.Namespace) -> Grammar:
         return Grammar.from_regex(args.regex)
     if args.lark is not None:
         path = Path(args.lark)
-        return Grammar.from_lark(read_text(path), name=path.stem)
+        return Grammar.from_lark(read_text(path), name=path.stem, conflicts=args.conflicts)
     if args.gbnf is not None:
         path = Path(args.gbnf)
         return Grammar.from_gbnf(read_text(path), name=path.stem)
