@@ -63,3 +63,13 @@ def test_errors_share_one_base_class():
     from grammask import GrammaskError
 
     assert issubclass(GrammarConflictError, GrammaskError)
+
+
+def test_sampler_without_ignored_terminals_reports_unseparable_lexemes():
+    import random
+
+    from grammask.sampler import SentenceSampler
+
+    grammar = Grammar.from_lark('start: WORD WORD\nWORD: /[a-z]+/\n')
+    with pytest.raises(GrammarError, match="lexes apart"):
+        SentenceSampler(grammar).sample(random.Random(0))

@@ -160,8 +160,9 @@ class SentenceSampler:
         return text.decode("utf-8")
 
     def _ignored_lexeme(self, state: int, pending, rng: random.Random):
-        """(bytes, state, terminal) of a random ignored lexeme that can follow the pending one, or None."""
-        for _ in range(20):
+        """(bytes, state, terminal) of a random ignored lexeme that can follow the pending one, or None
+        (always None for a grammar that ignores nothing)."""
+        for _ in range(20 if self._ignored else 0):
             t = rng.choice(self._ignored)
             lex = self.lexeme(self.lexer.terminals[t], rng, mean_length=2.0)
             placed = _place(self.lexer, state, pending, lex, t)
