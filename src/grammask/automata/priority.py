@@ -9,7 +9,10 @@ these are the ``w`` that ``re.match(p, w)`` matches whole.
 
 The DFA is built like RE2's leftmost-first DFA: a state is the list of NFA threads still alive, in
 priority order, and when a thread matches unconditionally every thread after it is dropped (it
-could never win). Only regexes with a lazy quantifier get this cut; a regex with lookarounds but
+could never win). Like ``re``, a repeat whose last iteration matched the empty string does not
+iterate again but goes on after the repeat (sre's rule against empty loops): within one closure,
+a thread remembers which repeats began an iteration there. Only regexes with a lazy quantifier
+get the cut; a regex with lookarounds but
 no lazy quantifier keeps every thread, so its lexemes are all the strings it matches whole, the
 meaning every other terminal has.
 
@@ -129,6 +132,9 @@ class _Machine:
         self.edges: list[list[tuple[int, int, int]]] = []
         self.eps: list[list[int]] = []
         self.look_at: dict[int, tuple[int, int]] = {}  # assertion state -> (lookaround, next state)
+        self.iteration_start: dict[int, int] = {}  # state that begins an iteration -> its repeat
+        self.iterate_or_exit: dict[int, tuple[int, int]] = {}  # repeat's choice state -> (repeat, exit)
+        self.n_repeats = 0
         self.looks: list[_Lookaround] = []
         self.start = self._new()
         self.final = self._new()
@@ -174,20 +180,24 @@ class _Machine:
         return self._look(node, src, before)
 
     def _repeat(self, node: Repeat, src: int, before: int) -> int:
+        repeat = self.n_repeats
+        self.n_repeats += 1
         for _ in range(node.min):
-            src = self._build(node.node, src, before)
+            entry = self._enter(src)
+            self.iteration_start[entry] = repeat
+            src = self._build(node.node, entry, before)
         exit_state = self._new()
-        if node.max is None:
-            loop = self._enter(src)
-            body = self._new()
-            self.eps[loop] = [exit_state, body] if node.lazy else [body, exit_state]
-            self.eps[self._build(node.node, body, before)].append(loop)
-            return exit_state
-        for _ in range(node.max - node.min):
-            split, body = self._enter(src), self._new()
-            self.eps[split] = [exit_state, body] if node.lazy else [body, exit_state]
+        optional = 1 if node.max is None else node.max - node.min
+        for _ in range(optional):
+            choice, body = self._enter(src), self._new()
+            self.iteration_start[body] = repeat
+            self.iterate_or_exit[choice] = (repeat, exit_state)
+            self.eps[choice] = [exit_state, body] if node.lazy else [body, exit_state]
             src = self._build(node.node, body, before)
-        self.eps[src].append(exit_state)
+            if node.max is None:
+                self.eps[src].append(choice)
+        if node.max is not None:
+            self.eps[src].append(exit_state)
         return exit_state
 
     def _look(self, node: Look, src: int, before: int) -> int:
@@ -226,34 +236,42 @@ class _Machine:
 
         Returns True when an unconditional match cuts the threads after it (lazy regexes only).
         """
-        stack: list[_Thread] = [(state, obligations)]
+        # Each entry also holds the repeats that began an iteration in this closure (no byte read since).
+        stack = [(state, obligations, frozenset())]
         while stack:
-            thread = stack.pop()
-            if thread in seen:
+            entry = stack.pop()
+            if entry in seen:
                 continue
-            seen.add(thread)
-            s, obligations = thread
+            seen.add(entry)
+            s, obligations, began = entry
             if s in self.look_at:
                 index, after = self.look_at[s]
                 look = self.looks[index]
                 if look.ahead:
                     if not look.dfa.accepts[0]:
-                        stack.append((after, obligations | {(index, 0)}))
+                        stack.append((after, obligations | {(index, 0)}, began))
                     elif not look.negative:
-                        stack.append((after, obligations))
+                        stack.append((after, obligations, began))
                     continue
                 tracked = trackers[self.behind.index(index)]
                 if (tracked >= 0 and bool(look.dfa.accepts[tracked])) != look.negative:
-                    stack.append((after, obligations))
+                    stack.append((after, obligations, began))
                 continue
-            if s == self.final:
-                out.append(thread)
-                if self.lazy and not obligations:
+            if (s == self.final or self.edges[s]) and (s, obligations) not in seen:
+                seen.add((s, obligations))  # a thread once: a later copy has the same future
+                out.append((s, obligations))
+                if s == self.final and self.lazy and not obligations:
                     return True
+            if s == self.final:
                 continue
-            if self.edges[s]:
-                out.append(thread)
-            stack.extend((t, obligations) for t in reversed(self.eps[s]))
+            if s in self.iteration_start:
+                began = began | {self.iteration_start[s]}
+            targets = self.eps[s]
+            if s in self.iterate_or_exit:
+                repeat, exit_state = self.iterate_or_exit[s]
+                if repeat in began:  # the last iteration matched the empty string
+                    targets = [exit_state]
+            stack.extend((t, obligations, began) for t in reversed(targets))
         return False
 
     def _step(self, threads: tuple[_Thread, ...], trackers: tuple[int, ...], byte: int):
