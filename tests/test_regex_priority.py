@@ -266,3 +266,55 @@ def test_flags_m_x_u_are_accepted_and_anchors_still_raise() -> None:
     assert build_dfa([compile_regex("a b", "xu", name="T")]).walk(b"ab") >= 0
     with pytest.raises(UnsupportedRegexError, match="anchor"):
         compile_regex(r"(?m)a$", name="T")
+
+
+# --- end to end ------------------------------------------------------------------------------
+
+LOOKAROUND_GRAMMAR = r'''
+start: item*
+item: STRING | LONG_STRING | REGEXP | OP | RULE
+STRING: /"(?!"").*?(?<!\\)(\\\\)*?"/i
+LONG_STRING: /""".*?(?<!\\)(\\\\)*?"""/is
+REGEXP: /\/(?!\/)[^\/\n]*?\/[imslux]*/
+OP: /[+*]|[?](?![a-z])/
+RULE: /!?[_?]?[a-z][_a-z0-9]*/
+%ignore " "
+'''
+
+
+def test_matcher_agrees_with_lark_on_a_lookaround_grammar(vocab) -> None:
+    from lark import Lark
+    from lark.exceptions import LarkError
+
+    from grammask import compile as compile_grammar
+    from grammask.errors import TokenRejectedError
+    from grammask.sampler import SentenceSampler, mutate
+
+    tokens = vocab("smollm2")
+    grammar = Grammar.from_lark(LOOKAROUND_GRAMMAR)
+    compiled = compile_grammar(grammar, tokens, cache=False)
+    reference = Lark(LOOKAROUND_GRAMMAR, parser="lalr", lexer="basic")
+    sampler = SentenceSampler(grammar, max_depth=6, lexer=compiled.lexer)
+    rng = random.Random(3)
+    disagreements = []
+    for i in range(300):
+        text = sampler.sample(rng)
+        if i % 2:
+            text = mutate(text, rng, '"\\/?+* abi\n', edits=rng.randint(1, 2))
+        ids = tokens.encode(text)
+        fed = tokens.decode(ids).decode("utf-8", "replace")
+        matcher = compiled.matcher()
+        try:
+            for t in ids:
+                matcher.advance(t)
+            got = matcher.is_accepting()
+        except TokenRejectedError:
+            got = False
+        try:
+            reference.parse(fed)
+            want = True
+        except LarkError:
+            want = False
+        if got != want:
+            disagreements.append((fed, got))
+    assert not disagreements, disagreements[:5]
