@@ -141,7 +141,7 @@ def lark_terminals(path: str) -> list[Terminal]:
     with open(path) as f:
         text = f.read()
     if path.endswith("common.lark"):
-        names = re.findall(r"^([A-Z_]+)\s*:", text, re.M)
+        names = re.findall(r"^([A-Z_]+)\s*:", text, re.MULTILINE)
         text = "start: " + " | ".join(names) + "\n%import common (" + ", ".join(names) + ")\n"
     loaded, _ = load_grammar(text, path, [LARK_GRAMMARS], False)
     rule_names = [str(r[0]) for r in loaded.rule_defs]
@@ -250,7 +250,7 @@ def test_trailing_context_the_lexer_cannot_honour_raises() -> None:
 
 def test_trailing_context_honoured_where_other_terminals_extend_the_lexeme() -> None:
     lexer = build_lexer(_grammar(STRING=r'"(?!"").*?"', LONG_STRING=r'""".*?"""', NAME=r"[a-z]+"))
-    names = lambda data: [lexer.terminals[t] for t in lexer.step(0, data)[0]]  # noqa: E731
+    names = lambda data: [lexer.terminals[t] for t in lexer.step(0, data)[0]]
     assert names(b'""x') == ["STRING"]
     assert names(b'"""a"""x') == ["LONG_STRING"]
     assert lexer.step(0, b'""" ') is not None and lexer.finish(lexer.step(0, b'"""')[1]) is None

@@ -32,6 +32,7 @@ Lookarounds must have a regular language and no lookaround inside:
 from __future__ import annotations
 
 from dataclasses import dataclass
+from itertools import pairwise
 
 import numpy as np
 
@@ -231,10 +232,13 @@ class _Machine:
                 return None
         return frozenset(still_open)
 
-    def _add(self, state: int, obligations, trackers: tuple[int, ...], out: list[_Thread], seen: set) -> bool:
+    def _add(
+        self, state: int, obligations: frozenset[tuple[int, int]], trackers: tuple[int, ...], out: list[_Thread], seen: set
+    ) -> bool:
         """Append the threads reached from ``state`` without reading, in priority order.
 
         Returns True when an unconditional match cuts the threads after it (lazy regexes only).
+        ``seen`` (shared by one step's closures) holds the closure entries visited and the threads listed.
         """
         # Each entry also holds the repeats that began an iteration in this closure (no byte read since).
         stack = [(state, obligations, frozenset())]
@@ -274,13 +278,15 @@ class _Machine:
             stack.extend((t, obligations, began) for t in reversed(targets))
         return False
 
-    def _step(self, threads: tuple[_Thread, ...], trackers: tuple[int, ...], byte: int):
+    def _step(
+        self, threads: tuple[_Thread, ...], trackers: tuple[int, ...], byte: int
+    ) -> tuple[tuple[_Thread, ...], tuple[int, ...]]:
         """The thread list and lookbehind trackers after reading ``byte``."""
         trackers = tuple(
             int(self.looks[i].dfa.trans[t, byte]) if t >= 0 else -1 for i, t in zip(self.behind, trackers)
         )
         out: list[_Thread] = []
-        seen: set[_Thread] = set()
+        seen: set = set()
         for s, obligations in threads:
             if s == self.final:
                 if self._match_holds(obligations, byte) and self.lazy:
@@ -293,7 +299,7 @@ class _Machine:
                         return tuple(out), trackers
         return tuple(out), trackers
 
-    def _match_holds(self, obligations, byte: int) -> bool:
+    def _match_holds(self, obligations: frozenset[tuple[int, int]], byte: int) -> bool:
         """Whether a match with these open obligations holds when ``byte`` (or the end) follows it."""
         if byte == END_OF_INPUT:
             return all(self.looks[index].negative for index, _ in obligations)
@@ -317,7 +323,7 @@ class _Machine:
             trans = look.dfa.trans
             cuts.update((np.flatnonzero((trans[:, 1:] != trans[:, :-1]).any(axis=0)) + 1).tolist())
         points = sorted(cuts)
-        return [(lo, hi - 1) for lo, hi in zip(points, points[1:])]
+        return [(lo, hi - 1) for lo, hi in pairwise(points)]
 
     def nfa(self) -> ByteNFA:
         classes = self._byte_classes()
@@ -334,7 +340,7 @@ class _Machine:
             matches = [obligations for s, obligations in threads if s == self.final]
             context[END_OF_INPUT] = any(self._match_holds(m, END_OF_INPUT) for m in matches)
             for lo, hi in classes:
-                context[lo : hi + 1] = any([self._match_holds(m, lo) for m in matches])
+                context[lo : hi + 1] = any(self._match_holds(m, lo) for m in matches)
                 nxt = self._step(threads, trackers, lo)
                 if not nxt[0]:
                     continue

@@ -387,7 +387,7 @@ def compile_regex(pattern: str, flags: str = "", name: str = "<regex>") -> ByteN
 
 def nfa_from_ast(node: Node, name: str = "<regex>") -> ByteNFA:
     """Thompson-construct the byte NFA of an AST without lazy repeats or lookarounds: it accepts
-    every string the regex matches whole. Raises ValueError on a lookaround."""
+    every string the regex matches whole. Raises TypeError on a lookaround."""
     builder = _Thompson()
     start = builder.new_state()
     end = builder.build(node, start)
@@ -445,7 +445,7 @@ class _Thompson:
                 self.eps[self.build(option, src)].append(join)
             return join
         if isinstance(node, Look):
-            raise ValueError("a lookaround has no plain Thompson construction")
+            raise TypeError("a lookaround has no plain Thompson construction")
         return self._repeat(node, src)
 
     def _chars(self, ranges: CodeRanges, src: int) -> int:
