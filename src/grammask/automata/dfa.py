@@ -54,9 +54,8 @@ def regex_to_dfa(pattern: str, flags: str = "", name: str = "<regex>") -> ByteDF
 def build_dfa(nfas: Sequence[ByteNFA]) -> ByteDFA:
     """The trimmed minimal DFA of the union of ``nfas``, where NFA ``i`` carries tag ``i``.
 
-    A shortest-match NFA (:attr:`ByteNFA.shortest`) stops at its first accept: the DFA follows
-    none of its transitions out of a state in which it accepts. If no tag's language has a
-    string, the result is a single start state with no transitions and no accepts.
+    If no tag's language has a string, the result is a single start state with no transitions
+    and no accepts.
     """
     trans, accepts = _determinize(nfas)
     columns, byte_class = _byte_classes(trans)
@@ -82,26 +81,19 @@ class _Union:
         self.eps: list[tuple[int, ...]] = []
         self.starts: list[int] = []
         self.final_tag: dict[int, int] = {}
-        # Shortest-match NFAs: final state -> the range of states that NFA owns.
-        self.stop_at: dict[int, tuple[int, int]] = {}
         for tag, nfa in enumerate(nfas):
             offset = len(self.edges)
             self.edges.extend(tuple((lo, hi, t + offset) for lo, hi, t in state) for state in nfa.edges)
             self.eps.extend(tuple(t + offset for t in state) for state in nfa.eps)
             self.starts.append(nfa.start + offset)
             self.final_tag[nfa.final + offset] = tag
-            if nfa.shortest:
-                self.stop_at[nfa.final + offset] = (offset, offset + nfa.n_states)
         self._closures: dict[int, frozenset[int]] = {}
 
     def close(self, states: Iterable[int]) -> frozenset[int]:
-        """The epsilon closure of ``states``, less the states of shortest-match NFAs that accept."""
+        """The epsilon closure of ``states``."""
         result: set[int] = set()
         for s in states:
             result |= self._closure_of(s)
-        for final in self.stop_at.keys() & result:
-            lo, hi = self.stop_at[final]
-            result = {s for s in result if not lo <= s < hi or s == final}
         return frozenset(result)
 
     def _closure_of(self, state: int) -> frozenset[int]:

@@ -14,6 +14,13 @@ When one lexeme matches several terminals, the winner is the one with the highes
 among equals a string literal beats a regex (Lark's keyword rule); after that Lark's own order
 decides (longer maximal width, longer pattern, then name). Ignored terminals are lexed like
 the others and then dropped before the parser. Zero-width terminals are not allowed.
+
+A terminal whose lookahead reaches past its lexeme (``[?](?![a-z])``) is a match only before some
+next bytes (:class:`~grammask.automata.regex.TrailingContext`). The rule above emits a lexeme only
+before a byte that cannot extend it, so such a terminal is exact as long as, wherever it wins,
+every byte it forbids next extends the lexeme (or starts no lexeme) and the end of input is
+allowed if it forbids that. :func:`build_lexer` checks this and raises otherwise: emitting by the
+next byte would need accepts per (state, byte) throughout the engine.
 """
 
 from __future__ import annotations
@@ -25,8 +32,8 @@ from functools import cached_property
 import numpy as np
 
 from grammask.automata.dfa import build_dfa
-from grammask.automata.regex import compile_regex
-from grammask.errors import GrammarError
+from grammask.automata.regex import TrailingContext, compile_regex
+from grammask.errors import GrammarError, UnsupportedRegexError
 from grammask.grammar.ir import Grammar, Terminal
 
 try:
@@ -107,6 +114,9 @@ def build_lexer(grammar: Grammar) -> LexerAutomaton:
     trans = _detach_start(np.ascontiguousarray(dfa.trans, dtype=np.int32))
     if len(trans) > len(accept):
         accept = np.append(accept, accept[0])
+    for index, nfa in enumerate(nfas):
+        if nfa.trailing is not None:
+            _check_trailing_context(trans, accept, index, nfa.trailing, nfa.name)
     return LexerAutomaton(
         terminals=tuple(t.name for t in terminals),
         ignored=np.array([t.name in grammar.ignore for t in terminals], dtype=bool),
@@ -124,6 +134,42 @@ def _detach_start(trans: np.ndarray) -> np.ndarray:
     copy = len(trans)
     trans = np.where(trans == 0, copy, trans)
     return np.vstack([trans, trans[0]])
+
+
+def _check_trailing_context(
+    trans: np.ndarray, accept: np.ndarray, terminal: int, context: TrailingContext, name: str
+) -> None:
+    """Raise :class:`UnsupportedRegexError` if the lexer could emit ``terminal`` before a byte (or at
+    the end of input) its trailing context forbids.
+
+    Walks the lexer DFA and the terminal's own DFA side by side from the empty lexeme.
+    """
+    starts_lexeme = trans[0] >= 0
+    parent: dict[tuple[int, int], tuple[tuple[int, int], int] | None] = {(0, 0): None}
+    todo = [(0, 0)]
+    while todo:
+        q, t = pair = todo.pop()
+        if accept[q] == terminal:
+            emits_before = (trans[q] < 0) & starts_lexeme & ~context.allowed[t, :256]
+            at_end = not context.allowed[t, 256]
+            if emits_before.any() or at_end:
+                lexeme = bytearray()
+                step = parent[pair]
+                while step is not None:
+                    lexeme.append(step[1])
+                    step = parent[step[0]]
+                after = f"before byte {bytes([int(np.argmax(emits_before))])!r}" if emits_before.any() else "at the end of input"
+                raise UnsupportedRegexError(
+                    f"terminal {name}: its lookahead forbids what may follow the lexeme {bytes(lexeme[::-1])!r}, "
+                    f"but the lexer would emit it {after}; grammask's lexer cannot make a lexeme's end depend "
+                    f"on the next byte (the lookahead is exact only where the grammar's other terminals "
+                    f"extend the lexeme on the bytes it forbids)"
+                )
+        for byte in np.flatnonzero((trans[q] >= 0) & (context.trans[t] >= 0)).tolist():
+            nxt = (int(trans[q, byte]), int(context.trans[t, byte]))
+            if nxt not in parent:
+                parent[nxt] = (pair, byte)
+                todo.append(nxt)
 
 
 def _tie_key(t: Terminal) -> tuple:

@@ -11,14 +11,16 @@ classes unless the ``a`` flag is set, ``.`` is anything but ``\\n`` unless the `
 negated classes complement within all scalar values, and case-insensitive matching admits
 exactly the characters Python's ``re`` admits (the tables come from running ``re`` itself).
 
-Lazy quantifiers: a DFA has no leftmost-shortest preference, so a regex with a lazy
-quantifier (``*?``, ``+?``, ``??``, ``{m,n}?`` with ``m < n``) gets *shortest-match semantics*:
-its NFA is marked :attr:`ByteNFA.shortest` and its automaton stops at the first point where the
-whole regex matches (no transitions out of its accepting states). This is what ``re.match``
-returns for patterns such as ``/\\*(.|\\n)*?\\*/``.
+A regex without lazy quantifiers or lookarounds is Thompson-constructed here: its language is
+every string it matches whole. A regex with a lazy quantifier (``*?``, ``+?``, ``??``, ``{m,n}?``
+with ``m < n``) or a lookaround gets Python's own matching semantics from
+:mod:`grammask.automata.priority`: its lexemes are the strings ``re.match`` can return for it, and a
+lookahead reaching past the lexeme's end becomes one byte of trailing context
+(:attr:`ByteNFA.trailing`).
 
-Anchors, lookaround, backreferences, conditionals, atomic groups and possessive quantifiers
-have no finite-automaton meaning here and raise :class:`UnsupportedRegexError`.
+Anchors, backreferences, conditionals, atomic groups and possessive quantifiers have no
+finite-automaton meaning here and raise :class:`UnsupportedRegexError`, as do the lookarounds
+:mod:`grammask.automata.priority` cannot express exactly.
 """
 
 from __future__ import annotations
@@ -136,7 +138,17 @@ class Repeat:
     lazy: bool = False
 
 
-Node = Chars | Concat | Alt | Repeat
+@dataclass(frozen=True)
+class Look:
+    """A zero-width assertion: ``node`` matches right after (``ahead``) or right before this point,
+    or (``negative``) does not."""
+
+    node: Node
+    ahead: bool
+    negative: bool
+
+
+Node = Chars | Concat | Alt | Repeat | Look
 
 
 def parse_regex(pattern: str, flags: str = "", name: str = "<regex>") -> Node:
@@ -185,6 +197,9 @@ def _convert_op(op, av, flags: int, name: str, pattern: str) -> Node:
         lo, hi, sub = av
         hi = None if hi == sre.MAXREPEAT else hi
         return Repeat(_convert(sub, flags, name, pattern), lo, hi, lazy=op is sre.MIN_REPEAT and lo != hi)
+    if op is sre.ASSERT or op is sre.ASSERT_NOT:
+        direction, sub = av
+        return Look(_convert(sub, flags, name, pattern), ahead=direction >= 0, negative=op is sre.ASSERT_NOT)
     raise UnsupportedRegexError(f"terminal {name}: regex {pattern!r} uses {_describe(op, av)}, {_WHY}")
 
 
@@ -194,9 +209,6 @@ _WHY = "which a finite automaton over the terminal's own text cannot express; re
 def _describe(op, av) -> str:
     if op is sre.AT:
         return f"the anchor {_ANCHORS.get(av, str(av))}"
-    if op is sre.ASSERT or op is sre.ASSERT_NOT:
-        kind = "lookahead" if av[0] >= 0 else "lookbehind"
-        return f"a {'negative ' if op is sre.ASSERT_NOT else ''}{kind}"
     return _UNSUPPORTED_OPS.get(op, f"the construct {op}")
 
 
@@ -327,30 +339,55 @@ class ByteNFA:
     """An NFA over bytes with epsilon moves, one start and one final state.
 
     ``edges[s]`` lists ``(lo, hi, target)``: any byte in ``lo..hi`` moves from ``s`` to ``target``;
-    ``eps[s]`` lists the states reached from ``s`` without reading. ``shortest`` marks
-    shortest-match semantics (the regex had a lazy quantifier): an automaton built from it stops
-    as soon as the final state is reached. ``name`` is the terminal it came from.
+    ``eps[s]`` lists the states reached from ``s`` without reading. ``name`` is the terminal it
+    came from. ``trailing`` is set when a lookahead reaches past the end of a lexeme: the
+    lexeme is then a match only before some next bytes (see :class:`TrailingContext`).
     """
 
     edges: tuple[tuple[tuple[int, int, int], ...], ...]
     eps: tuple[tuple[int, ...], ...]
     start: int
     final: int
-    shortest: bool = False
     name: str = "<regex>"
+    trailing: TrailingContext | None = None
 
     @property
     def n_states(self) -> int:
         return len(self.edges)
 
 
+@dataclass(frozen=True, eq=False)
+class TrailingContext:
+    """Which next byte lets a lexeme end, for a regex whose lookahead reaches past the lexeme.
+
+    The NFA it belongs to is deterministic: its state ``s`` is this table's row ``s``, ``trans[s, b]``
+    its successor on byte ``b`` (-1: none). For an accepting state, ``allowed[s, b]`` says whether
+    the lexeme read is a match when byte ``b`` follows it, ``allowed[s, 256]`` whether it is one at
+    the end of the input.
+    """
+
+    trans: np.ndarray
+    allowed: np.ndarray
+
+
 def compile_regex(pattern: str, flags: str = "", name: str = "<regex>") -> ByteNFA:
-    """The byte NFA of a Python regex (see :func:`parse_regex` for ``flags``, ``name`` and errors)."""
-    return nfa_from_ast(parse_regex(pattern, flags, name), name)
+    """The byte NFA of a Python regex (see :func:`parse_regex` for ``flags``, ``name`` and errors).
+
+    A regex with a lazy quantifier or a lookaround goes through
+    :func:`grammask.automata.priority.prioritized_nfa`, which raises
+    :class:`UnsupportedRegexError` for the lookarounds it cannot express exactly.
+    """
+    node = parse_regex(pattern, flags, name)
+    if not _needs_priorities(node):
+        return nfa_from_ast(node, name)
+    from grammask.automata.priority import prioritized_nfa  # it builds on this module
+
+    return prioritized_nfa(node, name, pattern)
 
 
 def nfa_from_ast(node: Node, name: str = "<regex>") -> ByteNFA:
-    """Thompson-construct the byte NFA of an AST (shortest-match if it has a lazy repeat)."""
+    """Thompson-construct the byte NFA of an AST without lazy repeats or lookarounds: it accepts
+    every string the regex matches whole. Raises TypeError on a lookaround."""
     builder = _Thompson()
     start = builder.new_state()
     end = builder.build(node, start)
@@ -361,18 +398,20 @@ def nfa_from_ast(node: Node, name: str = "<regex>") -> ByteNFA:
         eps=tuple(tuple(e) for e in builder.eps),
         start=start,
         final=final,
-        shortest=_has_lazy(node),
         name=name,
     )
 
 
-def _has_lazy(node: Node) -> bool:
+def _needs_priorities(node: Node) -> bool:
+    """Whether the AST has a lazy repeat or a lookaround (Python's match order then matters)."""
+    if isinstance(node, Look):
+        return True
     if isinstance(node, Repeat):
-        return node.lazy or _has_lazy(node.node)
+        return node.lazy or _needs_priorities(node.node)
     if isinstance(node, Concat):
-        return any(_has_lazy(p) for p in node.parts)
+        return any(_needs_priorities(p) for p in node.parts)
     if isinstance(node, Alt):
-        return any(_has_lazy(o) for o in node.options)
+        return any(_needs_priorities(o) for o in node.options)
     return False
 
 
@@ -405,6 +444,8 @@ class _Thompson:
             for option in node.options:
                 self.eps[self.build(option, src)].append(join)
             return join
+        if isinstance(node, Look):
+            raise TypeError("a lookaround has no plain Thompson construction")
         return self._repeat(node, src)
 
     def _chars(self, ranges: CodeRanges, src: int) -> int:

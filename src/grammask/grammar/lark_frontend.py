@@ -13,12 +13,6 @@ from lark.load_grammar import load_grammar
 from grammask.errors import GrammarError, GrammarSyntaxError, UndefinedSymbolError
 from grammask.grammar.ir import Grammar, Rule, Terminal
 
-# Patterns from lark's `common` library that use lookarounds, with equivalent regular forms.
-# ESCAPED_STRING: a quote closes the string unless an odd run of backslashes precedes it.
-_REGULAR_EQUIVALENTS = {
-    r'".*?(?<!\\)(\\\\)*?"': r'"(?:[^"\\\n]|\\[^\n])*"',
-}
-
 _UNDEFINED = re.compile(r"(?:Rule|Terminal) '?([^' ]+)'? used but not defined|Terminals? used but not defined")
 
 
@@ -53,11 +47,10 @@ def grammar_from_lark(text: str, *, start: str = "start", name: str = "lark", co
         pattern = td.pattern
         if pattern is None:
             raise GrammarError(f"terminal {td.name} is declared (%declare) but has no pattern; grammask needs one")
-        regexp = pattern.to_regexp()
         terminals.append(
             Terminal(
                 name=str(td.name),
-                pattern=_REGULAR_EQUIVALENTS.get(regexp, regexp),
+                pattern=pattern.to_regexp(),
                 literal=pattern.value if isinstance(pattern, PatternStr) else None,
                 priority=td.priority,
             )
