@@ -12,8 +12,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from grammask.automata import dfa as dfa_module
-from grammask.automata.dfa import ByteDFA, build_dfa, regex_to_dfa
-from grammask.automata.regex import compile_regex, parse_regex
+from grammask.automata.dfa import ByteDFA, build_dfa
+from grammask.automata.patterns import compile_regex, regex_to_dfa
+from grammask.automata.regex import parse_regex
 from grammask.automata.utf8 import SCALARS, difference, utf8_sequences
 from grammask.errors import UnsupportedRegexError
 

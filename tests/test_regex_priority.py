@@ -27,7 +27,8 @@ from lark.load_grammar import load_grammar
 
 from grammask.automata.dfa import ByteDFA, build_dfa
 from grammask.automata.lexer import build_lexer
-from grammask.automata.regex import ByteNFA, compile_regex
+from grammask.automata.patterns import compile_regex
+from grammask.automata.regex import ByteNFA
 from grammask.errors import UnsupportedRegexError
 from grammask.grammar.ir import Grammar, Rule, Terminal
 
@@ -294,7 +295,7 @@ def test_matcher_agrees_with_lark_on_a_lookaround_grammar(vocab) -> None:
     grammar = Grammar.from_lark(LOOKAROUND_GRAMMAR)
     compiled = compile_grammar(grammar, tokens, cache=False)
     reference = Lark(LOOKAROUND_GRAMMAR, parser="lalr", lexer="basic")
-    sampler = SentenceSampler(grammar, max_depth=6, lexer=compiled.lexer)
+    sampler = SentenceSampler(grammar, max_depth=6)
     rng = random.Random(3)
     disagreements = []
     for i in range(300):

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from grammask.automata.regex import ByteNFA, compile_regex
+from grammask.automata.regex import ByteNFA
 
 
 @dataclass(frozen=True, eq=False)
@@ -44,11 +44,6 @@ class ByteDFA:
             if state < 0:
                 return -1
         return state
-
-
-def regex_to_dfa(pattern: str, flags: str = "", name: str = "<regex>") -> ByteDFA:
-    """The minimal byte DFA of one Python regex (tag 0); errors as in :func:`grammask.automata.regex.parse_regex`."""
-    return build_dfa([compile_regex(pattern, flags, name)])
 
 
 def build_dfa(nfas: Sequence[ByteNFA]) -> ByteDFA:

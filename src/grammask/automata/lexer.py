@@ -32,7 +32,8 @@ from functools import cached_property
 import numpy as np
 
 from grammask.automata.dfa import build_dfa
-from grammask.automata.regex import TrailingContext, compile_regex
+from grammask.automata.patterns import compile_regex
+from grammask.automata.regex import TrailingContext
 from grammask.errors import GrammarError, UnsupportedRegexError
 from grammask.grammar.ir import Grammar, Terminal
 

@@ -370,21 +370,6 @@ class TrailingContext:
     allowed: np.ndarray
 
 
-def compile_regex(pattern: str, flags: str = "", name: str = "<regex>") -> ByteNFA:
-    """The byte NFA of a Python regex (see :func:`parse_regex` for ``flags``, ``name`` and errors).
-
-    A regex with a lazy quantifier or a lookaround goes through
-    :func:`grammask.automata.priority.prioritized_nfa`, which raises
-    :class:`UnsupportedRegexError` for the lookarounds it cannot express exactly.
-    """
-    node = parse_regex(pattern, flags, name)
-    if not _needs_priorities(node):
-        return nfa_from_ast(node, name)
-    from grammask.automata.priority import prioritized_nfa  # it builds on this module
-
-    return prioritized_nfa(node, name, pattern)
-
-
 def nfa_from_ast(node: Node, name: str = "<regex>") -> ByteNFA:
     """Thompson-construct the byte NFA of an AST without lazy repeats or lookarounds: it accepts
     every string the regex matches whole. Raises TypeError on a lookaround."""
@@ -402,16 +387,16 @@ def nfa_from_ast(node: Node, name: str = "<regex>") -> ByteNFA:
     )
 
 
-def _needs_priorities(node: Node) -> bool:
+def needs_priorities(node: Node) -> bool:
     """Whether the AST has a lazy repeat or a lookaround (Python's match order then matters)."""
     if isinstance(node, Look):
         return True
     if isinstance(node, Repeat):
-        return node.lazy or _needs_priorities(node.node)
+        return node.lazy or needs_priorities(node.node)
     if isinstance(node, Concat):
-        return any(_needs_priorities(p) for p in node.parts)
+        return any(needs_priorities(p) for p in node.parts)
     if isinstance(node, Alt):
-        return any(_needs_priorities(o) for o in node.options)
+        return any(needs_priorities(o) for o in node.options)
     return False
 
 
