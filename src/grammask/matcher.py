@@ -186,7 +186,13 @@ class Matcher:
         unknown = np.empty(len(classes), dtype=np.int32)
         n_unknown = add_marked_classes(row, *rt.lr, states, classes, lcp, deps, marks, *rt.class_tables,
                                        *rt.dep_bits, unknown)
-        for k in unknown[:n_unknown].tolist():
+        self._add_unknown_classes(row, stack, unknown[:n_unknown])
+
+    def _add_unknown_classes(self, row: np.ndarray, stack, unknown: np.ndarray) -> None:
+        """OR in the lexer state's classes ``unknown`` (indices the compiled check left open) the real stack accepts."""
+        rt = self._rt
+        classes, _, deps = rt.state_classes[self._lexstate]
+        for k in unknown.tolist():
             seq, (follow, follow_any) = rt.class_python(int(classes[k]))
             after = self._runner.feed_all(stack, seq)
             if after is not None and (follow_any or any(self._runner.feed(after, x) is not None for x in follow)):

@@ -1,0 +1,235 @@
+"""Masks for many matchers in one call, filled in native code with the GIL released.
+
+:func:`fill_masks` writes, for every matcher, exactly the row its own ``fill_mask`` would write.
+Python gathers each matcher's state into a plan (pair of lexer state and top LR state, the stack's
+top states when the pair has stack-dependent classes, the EOS decision; a matcher whose state has
+not changed since its last mask reuses it), then one Numba call per compiled grammar copies the
+pairs' precomputed masks and checks their marked classes against the stacks, on ``threads``
+Python threads, each running the ``nogil`` kernel over its share of the rows. What the kernel
+cannot decide (classes that reduce below the top states it was given), the memo and the token
+budgets are finished per row in Python afterwards, as ``fill_mask`` does.
+"""
+
+from __future__ import annotations
+
+import threading
+import weakref
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
+from typing import TYPE_CHECKING
+
+import numba as nb
+import numpy as np
+
+from grammask.errors import ConfigurationError, MatcherStateError
+from grammask.matcher import _STACK_VIEW, _TERMINATED, Matcher, _top_states
+from grammask.parser.kernels import add_marked_classes
+
+if TYPE_CHECKING:
+    from grammask.engine import Engine
+
+# Plan columns, one plan row per matcher the kernel fills: its bitmask row, lexer state, pair (-1: terminated),
+# whether EOS is allowed, its top stack states ``states[a:b]`` (empty when the pair has no marked classes), where
+# its undecided classes go in ``unknown``, and its place in the group (where its count of them goes).
+_ROW, _LEX, _PAIR, _EOS, _STATES_A, _STATES_B, _UNKNOWN, _INDEX = range(8)
+
+
+@nb.njit(cache=True, nogil=True)
+def _fill_rows(bitmask, plan, states, unknown, n_unknown, pair_mask, pair_marks, masks, marks_ptr, marks,
+               state_ptr, state_class, state_lcp, state_dep, action, goto, rule_len, rule_lhs, seq_ptr, seq_terms,
+               class_follow, follow_ptr, follow_terms, follow_any, word_ptr, words, bits, eos_words, eos_bits):
+    """Fill ``bitmask[plan[i, _ROW]]`` for every plan row ``i``: the pair's mask, its marked classes the
+    stack accepts (:func:`add_marked_classes`), EOS; ``n_unknown[plan[i, _INDEX]]`` = classes left undecided."""
+    for i in range(plan.shape[0]):
+        row = bitmask[plan[i, _ROW]]
+        pair = plan[i, _PAIR]
+        n = 0
+        if pair < 0:
+            row[:] = 0
+        else:
+            row[:] = masks[pair_mask[pair]]
+            a, b = plan[i, _STATES_A], plan[i, _STATES_B]
+            if b > a:
+                q = plan[i, _LEX]
+                s0, s1 = state_ptr[q], state_ptr[q + 1]
+                m = pair_marks[pair]
+                u = plan[i, _UNKNOWN]
+                n = add_marked_classes(
+                    row, action, goto, rule_len, rule_lhs, states[a:b], state_class[s0:s1], state_lcp[s0:s1],
+                    state_dep[s0:s1], marks[marks_ptr[m] : marks_ptr[m + 1]], seq_ptr, seq_terms, class_follow,
+                    follow_ptr, follow_terms, follow_any, word_ptr, words, bits, unknown[u : u + s1 - s0])
+        n_unknown[plan[i, _INDEX]] = n
+        if plan[i, _EOS]:
+            for j in range(len(eos_words)):
+                row[eos_words[j]] |= eos_bits[j]
+
+
+class _KernelTables:
+    """One engine's tables as the kernel's arguments, and which pairs have marked classes."""
+
+    def __init__(self, engine: Engine):
+        t = engine.masks
+        view = engine.view
+        self.view = view
+        self.has_marks = [bool(m.any()) for m in view.pair_marks]
+        self.args = (t.pair_mask, t.pair_marks, t.masks, t.marks_ptr, t.marks, t.state_ptr, t.state_class, t.state_lcp,
+                     t.state_dep, *view.lr, *view.class_tables, *view.dep_bits, view.eos_words, view.eos_bits)
+
+
+_tables: weakref.WeakKeyDictionary[Engine, _KernelTables] = weakref.WeakKeyDictionary()
+_tables_lock = threading.Lock()
+
+
+def _kernel_tables(engine: Engine) -> _KernelTables:
+    """The kernel's view of ``engine``, built on first use and kept while the engine lives."""
+    with _tables_lock:
+        tables = _tables.get(engine)
+        if tables is None:
+            tables = _tables[engine] = _KernelTables(engine)
+        return tables
+
+
+_pool: ThreadPoolExecutor | None = None
+_pool_lock = threading.Lock()
+
+
+def _workers(n: int) -> ThreadPoolExecutor:
+    """A shared pool of at least ``n`` threads (a bigger one replaces it when asked)."""
+    global _pool
+    with _pool_lock:
+        if _pool is None or _pool._max_workers < n:
+            old, _pool = _pool, ThreadPoolExecutor(n, thread_name_prefix="grammask-masks")
+            if old is not None:
+                old.shutdown(wait=False)
+        return _pool
+
+
+class _Group:
+    """The matchers of one engine whose rows the kernel fills, and their plan (see :meth:`add`)."""
+
+    def __init__(self, tables: _KernelTables):
+        self.tables = tables
+        self.matchers: list[Matcher] = []
+        self.plan: list[tuple[int, ...]] = []
+        self.states: list[np.ndarray] = []
+        self.n_states = 0
+        self.n_unknown = 0
+
+    def add(self, m: Matcher, row: int) -> None:
+        """Plan matcher ``m``'s mask into bitmask row ``row``.
+
+        Raises :class:`MatcherStateError` as ``fill_mask`` does when no mask table covers the state.
+        """
+        q, stack = m._lexstate, m._stack
+        i, a = len(self.plan), self.n_states
+        self.matchers.append(m)
+        if q == _TERMINATED:
+            self.plan.append((row, 0, -1, 1, a, a, 0, i))
+            return
+        view = self.tables.view
+        pair = view.pair_index[q][stack[0]]
+        if pair < 0:
+            raise MatcherStateError(f"internal error: no mask table for lexer state {q} with LR state {stack[0]}")
+        if self.tables.has_marks[pair]:
+            top = _top_states(stack, _STACK_VIEW)
+            self.states.append(top)
+            self.n_states += len(top)
+        self.plan.append((row, q, pair, int(m._accepts_end(q, stack)), a, self.n_states, self.n_unknown, i))
+        self.n_unknown += len(view.state_classes[q][0])
+
+    def run(self, bitmask: np.ndarray, threads: int) -> None:
+        """Fill the planned rows, the kernel on ``threads`` threads, then what only Python decides."""
+        plan = np.array(self.plan, dtype=np.int64)
+        states = np.concatenate(self.states) if self.states else np.zeros(0, dtype=np.int32)
+        unknown = np.empty(self.n_unknown, dtype=np.int32)
+        n_unknown = np.zeros(len(plan), dtype=np.int64)
+        args = self.tables.args
+        n = min(threads, len(plan))
+        if n <= 1:
+            _fill_rows(bitmask, plan, states, unknown, n_unknown, *args)
+        else:
+            # Rows dealt round-robin, so each thread gets a like share of heavy and light rows.
+            shares = [np.ascontiguousarray(plan[k::n]) for k in range(n)]
+            pool = _workers(n - 1)
+            futures = [pool.submit(_fill_rows, bitmask, share, states, unknown, n_unknown, *args) for share in shares[1:]]
+            _fill_rows(bitmask, shares[0], states, unknown, n_unknown, *args)
+            for f in futures:
+                f.result()
+        self._finish(bitmask, plan, unknown, n_unknown)
+
+    def _finish(self, bitmask: np.ndarray, plan: np.ndarray, unknown: np.ndarray, n_unknown: np.ndarray) -> None:
+        """What ``fill_mask`` does after its compiled check: the Python fallback and the memo."""
+        for m, (row, pair, u), k in zip(self.matchers, plan[:, [_ROW, _PAIR, _UNKNOWN]].tolist(), n_unknown.tolist(),
+                                        strict=True):
+            if pair < 0:
+                continue
+            mask = bitmask[row]
+            if k:
+                m._add_unknown_classes(mask, m._stack, unknown[u : u + k])
+            m._mask = mask.copy()
+            m._mask_key = (m._lexstate, m._stack)
+
+
+def _check_args(matchers: Sequence[Matcher], bitmask: np.ndarray, indices: Sequence[int] | None,
+                threads: int) -> list[int]:
+    """The row of each matcher; :class:`ConfigurationError` for the argument errors :func:`fill_masks` names."""
+    if not isinstance(bitmask, np.ndarray) or bitmask.ndim != 2 or bitmask.dtype != np.int32:
+        raise ConfigurationError("bitmask must be a 2-D int32 NumPy array (rows of mask words)")
+    if not isinstance(threads, int) or threads < 1:
+        raise ConfigurationError(f"threads must be a positive int, got {threads!r}")
+    n_rows, width = bitmask.shape
+    if indices is None:
+        if n_rows != len(matchers):
+            raise ConfigurationError(f"bitmask has {n_rows} rows for {len(matchers)} matchers; pass indices= to fill some rows")
+        rows = list(range(n_rows))
+    else:
+        rows = [int(r) for r in indices]
+        if len(rows) != len(matchers):
+            raise ConfigurationError(f"{len(rows)} indices for {len(matchers)} matchers")
+        bad = [r for r in rows if not 0 <= r < n_rows]
+        if bad:
+            raise ConfigurationError(f"row index {bad[0]} is out of range for a bitmask of {n_rows} rows")
+        if len(set(rows)) != len(rows):
+            raise ConfigurationError("indices name the same row twice")
+    for m in matchers:
+        words = m._rt.n_words
+        if width != words:
+            raise ConfigurationError(f"bitmask rows have {width} words, expected {words} for {m.compiled.vocab.n_logits} logits")
+    return rows
+
+
+def fill_masks(matchers: Sequence[Matcher], bitmask: np.ndarray, indices: Sequence[int] | None = None, *,
+               threads: int = 1) -> None:
+    """Fill row ``indices[i]`` (row ``i`` without ``indices``) of ``bitmask`` as ``matchers[i].fill_mask`` would.
+
+    ``bitmask`` is a 2-D int32 array of mask rows (xgrammar/vLLM layout) as wide as the matchers'
+    vocabulary needs; the matchers may come from different compiled grammars of that vocabulary.
+    The masks are filled in native code with the GIL released, the rows split over ``threads``
+    threads; the Python work per matcher (gathering its state, deciding EOS, budgets) stays on the
+    calling thread. Rows not named are left as they are.
+
+    Raises :class:`ConfigurationError` (before writing anything) if ``bitmask`` is not a 2-D int32
+    array with rows of the vocabulary's width, if without ``indices`` it does not have one row per
+    matcher, if ``indices`` does not give each matcher its own row in range, or if ``threads`` is not
+    a positive int; :class:`MatcherStateError` as ``fill_mask`` does.
+    """
+    rows = _check_args(matchers, bitmask, indices, threads)
+    groups: dict[int, _Group] = {}
+    memo: list[tuple[Matcher, int]] = []
+    for m, row in zip(matchers, rows, strict=True):
+        key = m._mask_key
+        if key is not None and m._lexstate != _TERMINATED and key[0] == m._lexstate and key[1] is m._stack:
+            memo.append((m, row))
+            continue
+        engine = m.compiled._engine
+        group = groups.get(id(engine))
+        if group is None:
+            group = groups[id(engine)] = _Group(_kernel_tables(engine))
+        group.add(m, row)
+    for group in groups.values():
+        group.run(bitmask, threads)
+    for m, row in memo:
+        bitmask[row] = m._mask
+    for m, row in zip(matchers, rows, strict=True):
+        if m._budget is not None and m._lexstate != _TERMINATED:
+            m._budget.restrict(bitmask[row], m._lexstate, m._stack, len(m._history))
