@@ -12,7 +12,7 @@ from conftest import get_compiled, get_vocab
 
 from grammask import Grammar, Vocabulary, compile
 from grammask.batch import fill_masks
-from grammask.bitmask import allocate_bitmask
+from grammask.bitmask import allocate_bitmask, bitmask_words
 from grammask.errors import ConfigurationError
 from grammask.matcher import Matcher
 from grammask.sampler import SentenceSampler
@@ -53,8 +53,7 @@ def _mid_document_matchers(compiled, vocab: Vocabulary, seed: int, n: int) -> li
 
 def _one_by_one(matchers: list[Matcher], n_rows: int, rows: list[int]) -> np.ndarray:
     """The rows each matcher's own ``fill_mask`` gives, from a fork (the originals' memos untouched)."""
-    words = matchers[0]._rt.n_words
-    out = np.full((n_rows, words), 7, dtype=np.int32)
+    out = np.full((n_rows, bitmask_words(matchers[0].compiled.vocab.n_logits)), 7, dtype=np.int32)
     for m, r in zip(matchers, rows, strict=True):
         m.fork().fill_mask(out[r])
     return out
@@ -143,8 +142,15 @@ def test_deep_stacks_fall_back_to_python(monkeypatch):
     assert (got == expected).all()
 
 
-def test_empty_batch_is_fine():
+def test_empty_batch_and_padding_rows():
     fill_masks([], np.zeros((0, 5), dtype=np.int32))
+    vocab = get_vocab("smollm2")
+    m = get_compiled("json", "smollm2").matcher()
+    bm = np.full((3, bitmask_words(vocab.n_logits)), 9, dtype=np.int32)
+    fill_masks([m], bm)
+    expected = allocate_bitmask(1, vocab.n_logits)
+    m.fill_mask(expected[0])
+    assert (bm[0] == expected[0]).all() and (bm[1:] == 9).all()
 
 
 def test_bad_input_raises_configuration_error():
@@ -153,7 +159,7 @@ def test_bad_input_raises_configuration_error():
     ms = [compiled.matcher() for _ in range(3)]
     good = allocate_bitmask(3, vocab.n_logits)
     bad = [
-        ((ms, allocate_bitmask(4, vocab.n_logits)), {}),          # a row per matcher without indices
+        ((ms, allocate_bitmask(2, vocab.n_logits)), {}),          # fewer rows than matchers
         ((ms, good[:, :-1]), {}),                                 # rows too narrow
         ((ms, good.astype(np.int64)), {}),                        # not int32
         ((ms, good[0]), {}),                                      # not 2-D

@@ -3,19 +3,21 @@
 :func:`fill_masks` writes, for every matcher, exactly the row its own ``fill_mask`` would write.
 Python gathers each matcher's state into a plan (pair of lexer state and top LR state, the stack's
 top states when the pair has stack-dependent classes, the EOS decision; a matcher whose state has
-not changed since its last mask reuses it), then one Numba call per compiled grammar copies the
-pairs' precomputed masks and checks their marked classes against the stacks, on ``threads``
-Python threads, each running the ``nogil`` kernel over its share of the rows. What the kernel
-cannot decide (classes that reduce below the top states it was given), the memo and the token
-budgets are finished per row in Python afterwards, as ``fill_mask`` does.
+not changed since its last mask reuses it), then a ``nogil`` Numba kernel copies the pairs'
+precomputed masks and checks their marked classes against the stacks. With one thread that is one
+kernel call per compiled grammar, after the planning; with ``threads=n`` the plan is cut into
+chunks that ``n - 1`` pool threads start on while the calling thread plans the rest, then joins
+them. What the kernel cannot decide (classes that reduce below the top states it was given), the
+memo and the token budgets are finished per row in Python afterwards, as ``fill_mask`` does.
 """
 
 from __future__ import annotations
 
+import queue
 import threading
 import weakref
 from collections.abc import Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from typing import TYPE_CHECKING
 
 import numba as nb
@@ -26,12 +28,14 @@ from grammask.matcher import _STACK_VIEW, _TERMINATED, Matcher, _top_states
 from grammask.parser.kernels import add_marked_classes
 
 if TYPE_CHECKING:
+    from typing import Self  # Python 3.11; annotations are not evaluated at run time
+
     from grammask.engine import Engine
 
 # Plan columns, one plan row per matcher the kernel fills: its bitmask row, lexer state, pair (-1: terminated),
-# whether EOS is allowed, its top stack states ``states[a:b]`` (empty when the pair has no marked classes), where
-# its undecided classes go in ``unknown``, and its place in the group (where its count of them goes).
-_ROW, _LEX, _PAIR, _EOS, _STATES_A, _STATES_B, _UNKNOWN, _INDEX = range(8)
+# whether EOS is allowed, its top stack states ``states[a:b]`` (empty when the pair has no marked classes), and
+# where its undecided classes go in ``unknown``.
+_ROW, _LEX, _PAIR, _EOS, _STATES_A, _STATES_B, _UNKNOWN = range(7)
 
 
 @nb.njit(cache=True, nogil=True)
@@ -39,11 +43,11 @@ def _fill_rows(bitmask, plan, states, unknown, n_unknown, pair_mask, pair_marks,
                state_ptr, state_class, state_lcp, state_dep, action, goto, rule_len, rule_lhs, seq_ptr, seq_terms,
                class_follow, follow_ptr, follow_terms, follow_any, word_ptr, words, bits, eos_words, eos_bits):
     """Fill ``bitmask[plan[i, _ROW]]`` for every plan row ``i``: the pair's mask, its marked classes the
-    stack accepts (:func:`add_marked_classes`), EOS; ``n_unknown[plan[i, _INDEX]]`` = classes left undecided."""
+    stack accepts (:func:`add_marked_classes`), EOS; ``n_unknown[i]`` = how many classes were left undecided."""
     for i in range(plan.shape[0]):
         row = bitmask[plan[i, _ROW]]
         pair = plan[i, _PAIR]
-        n = 0
+        n_unknown[i] = 0
         if pair < 0:
             row[:] = 0
         else:
@@ -54,11 +58,10 @@ def _fill_rows(bitmask, plan, states, unknown, n_unknown, pair_mask, pair_marks,
                 s0, s1 = state_ptr[q], state_ptr[q + 1]
                 m = pair_marks[pair]
                 u = plan[i, _UNKNOWN]
-                n = add_marked_classes(
+                n_unknown[i] = add_marked_classes(
                     row, action, goto, rule_len, rule_lhs, states[a:b], state_class[s0:s1], state_lcp[s0:s1],
                     state_dep[s0:s1], marks[marks_ptr[m] : marks_ptr[m + 1]], seq_ptr, seq_terms, class_follow,
                     follow_ptr, follow_terms, follow_any, word_ptr, words, bits, unknown[u : u + s1 - s0])
-        n_unknown[plan[i, _INDEX]] = n
         if plan[i, _EOS]:
             for j in range(len(eos_words)):
                 row[eos_words[j]] |= eos_bits[j]
@@ -89,6 +92,8 @@ def _kernel_tables(engine: Engine) -> _KernelTables:
         return tables
 
 
+_MIN_CHUNK = 4
+_CHUNKS_PER_THREAD = 4
 _pool: ThreadPoolExecutor | None = None
 _pool_lock = threading.Lock()
 
@@ -104,16 +109,20 @@ def _workers(n: int) -> ThreadPoolExecutor:
         return _pool
 
 
-class _Group:
-    """The matchers of one engine whose rows the kernel fills, and their plan (see :meth:`add`)."""
+class _Chunk:
+    """Matchers of one engine whose rows one kernel call fills: planned by :meth:`add`, then :meth:`seal`,
+    :meth:`fill` (any thread) and :meth:`finish` (the caller's)."""
 
     def __init__(self, tables: _KernelTables):
         self.tables = tables
         self.matchers: list[Matcher] = []
-        self.plan: list[tuple[int, ...]] = []
-        self.states: list[np.ndarray] = []
-        self.n_states = 0
-        self.n_unknown = 0
+        self._rows: list[tuple[int, ...]] = []
+        self._states: list[np.ndarray] = []
+        self._n_states = 0
+        self._n_unknown = 0
+
+    def __len__(self) -> int:
+        return len(self.matchers)
 
     def add(self, m: Matcher, row: int) -> None:
         """Plan matcher ``m``'s mask into bitmask row ``row``.
@@ -121,10 +130,10 @@ class _Group:
         Raises :class:`MatcherStateError` as ``fill_mask`` does when no mask table covers the state.
         """
         q, stack = m._lexstate, m._stack
-        i, a = len(self.plan), self.n_states
-        self.matchers.append(m)
+        a = self._n_states
         if q == _TERMINATED:
-            self.plan.append((row, 0, -1, 1, a, a, 0, i))
+            self._rows.append((row, 0, -1, 1, a, a, 0))
+            self.matchers.append(m)
             return
         view = self.tables.view
         pair = view.pair_index[q][stack[0]]
@@ -132,42 +141,69 @@ class _Group:
             raise MatcherStateError(f"internal error: no mask table for lexer state {q} with LR state {stack[0]}")
         if self.tables.has_marks[pair]:
             top = _top_states(stack, _STACK_VIEW)
-            self.states.append(top)
-            self.n_states += len(top)
-        self.plan.append((row, q, pair, int(m._accepts_end(q, stack)), a, self.n_states, self.n_unknown, i))
-        self.n_unknown += len(view.state_classes[q][0])
+            self._states.append(top)
+            self._n_states += len(top)
+        self._rows.append((row, q, pair, int(m._accepts_end(q, stack)), a, self._n_states, self._n_unknown))
+        self._n_unknown += len(view.state_classes[q][0])
+        self.matchers.append(m)
 
-    def run(self, bitmask: np.ndarray, threads: int) -> None:
-        """Fill the planned rows, the kernel on ``threads`` threads, then what only Python decides."""
-        plan = np.array(self.plan, dtype=np.int64)
-        states = np.concatenate(self.states) if self.states else np.zeros(0, dtype=np.int32)
-        unknown = np.empty(self.n_unknown, dtype=np.int32)
-        n_unknown = np.zeros(len(plan), dtype=np.int64)
-        args = self.tables.args
-        n = min(threads, len(plan))
-        if n <= 1:
-            _fill_rows(bitmask, plan, states, unknown, n_unknown, *args)
-        else:
-            # Rows dealt round-robin, so each thread gets a like share of heavy and light rows.
-            shares = [np.ascontiguousarray(plan[k::n]) for k in range(n)]
-            pool = _workers(n - 1)
-            futures = [pool.submit(_fill_rows, bitmask, share, states, unknown, n_unknown, *args) for share in shares[1:]]
-            _fill_rows(bitmask, shares[0], states, unknown, n_unknown, *args)
-            for f in futures:
-                f.result()
-        self._finish(bitmask, plan, unknown, n_unknown)
+    def seal(self) -> _Chunk:
+        """The plan as the kernel's arrays; returns self."""
+        self.plan = np.array(self._rows, dtype=np.int64)
+        self.states = np.concatenate(self._states) if self._states else np.zeros(0, dtype=np.int32)
+        self.unknown = np.empty(self._n_unknown, dtype=np.int32)
+        self.n_unknown = np.zeros(len(self._rows), dtype=np.int64)
+        return self
 
-    def _finish(self, bitmask: np.ndarray, plan: np.ndarray, unknown: np.ndarray, n_unknown: np.ndarray) -> None:
+    def fill(self, bitmask: np.ndarray) -> None:
+        """Run the kernel on the sealed plan (the GIL is released while it runs)."""
+        _fill_rows(bitmask, self.plan, self.states, self.unknown, self.n_unknown, *self.tables.args)
+
+    def finish(self, bitmask: np.ndarray) -> None:
         """What ``fill_mask`` does after its compiled check: the Python fallback and the memo."""
-        for m, (row, pair, u), k in zip(self.matchers, plan[:, [_ROW, _PAIR, _UNKNOWN]].tolist(), n_unknown.tolist(),
-                                        strict=True):
+        rows = self.plan[:, [_ROW, _PAIR, _UNKNOWN]].tolist()
+        for m, (row, pair, u), k in zip(self.matchers, rows, self.n_unknown.tolist(), strict=True):
             if pair < 0:
                 continue
             mask = bitmask[row]
             if k:
-                m._add_unknown_classes(mask, m._stack, unknown[u : u + k])
+                m._add_unknown_classes(mask, m._stack, self.unknown[u : u + k])
             m._mask = mask.copy()
             m._mask_key = (m._lexstate, m._stack)
+
+
+class _Dispatch:
+    """Runs sealed chunks' kernels: on the calling thread at the end (one thread), or on ``threads - 1``
+    pool threads as soon as they are put, the calling thread joining in once it has put the last one."""
+
+    def __init__(self, bitmask: np.ndarray, threads: int):
+        self.bitmask = bitmask
+        self.threads = threads
+        self.chunks: list[_Chunk] = []
+        self._queue: queue.SimpleQueue[_Chunk | None] = queue.SimpleQueue()
+        self._futures: list[Future] = []
+
+    def __enter__(self) -> Self:
+        if self.threads > 1:
+            pool = _workers(self.threads - 1)
+            self._futures = [pool.submit(self._drain) for _ in range(self.threads - 1)]
+        return self
+
+    def put(self, chunk: _Chunk) -> None:
+        """Hand over a chunk (sealed here)."""
+        self.chunks.append(chunk.seal())
+        self._queue.put(chunk)
+
+    def _drain(self) -> None:
+        while (chunk := self._queue.get()) is not None:
+            chunk.fill(self.bitmask)
+        self._queue.put(None)  # the one end marker, passed on to the next thread
+
+    def __exit__(self, *exc) -> None:
+        self._queue.put(None)
+        self._drain()
+        for f in self._futures:
+            f.result()
 
 
 def _check_args(matchers: Sequence[Matcher], bitmask: np.ndarray, indices: Sequence[int] | None,
@@ -179,9 +215,9 @@ def _check_args(matchers: Sequence[Matcher], bitmask: np.ndarray, indices: Seque
         raise ConfigurationError(f"threads must be a positive int, got {threads!r}")
     n_rows, width = bitmask.shape
     if indices is None:
-        if n_rows != len(matchers):
-            raise ConfigurationError(f"bitmask has {n_rows} rows for {len(matchers)} matchers; pass indices= to fill some rows")
-        rows = list(range(n_rows))
+        if n_rows < len(matchers):
+            raise ConfigurationError(f"bitmask has {n_rows} rows for {len(matchers)} matchers")
+        rows = list(range(len(matchers)))
     else:
         rows = [int(r) for r in indices]
         if len(rows) != len(matchers):
@@ -202,32 +238,44 @@ def fill_masks(matchers: Sequence[Matcher], bitmask: np.ndarray, indices: Sequen
                threads: int = 1) -> None:
     """Fill row ``indices[i]`` (row ``i`` without ``indices``) of ``bitmask`` as ``matchers[i].fill_mask`` would.
 
+    Example: ``fill_masks(matchers, allocate_bitmask(len(matchers), vocab.n_logits), threads=2)``.
+
     ``bitmask`` is a 2-D int32 array of mask rows (xgrammar/vLLM layout) as wide as the matchers'
     vocabulary needs; the matchers may come from different compiled grammars of that vocabulary.
     The masks are filled in native code with the GIL released, the rows split over ``threads``
     threads; the Python work per matcher (gathering its state, deciding EOS, budgets) stays on the
-    calling thread. Rows not named are left as they are.
+    calling thread. Rows not named are left as they are (the bitmask may have more rows than matchers,
+    as xgrammar's batched fill allows).
 
     Raises :class:`ConfigurationError` (before writing anything) if ``bitmask`` is not a 2-D int32
-    array with rows of the vocabulary's width, if without ``indices`` it does not have one row per
-    matcher, if ``indices`` does not give each matcher its own row in range, or if ``threads`` is not
-    a positive int; :class:`MatcherStateError` as ``fill_mask`` does.
+    array with rows of the vocabulary's width, if without ``indices`` it has fewer rows than matchers,
+    if ``indices`` does not give each matcher its own row in range, or if ``threads`` is not a
+    positive int; :class:`MatcherStateError` as ``fill_mask`` does (rows of other matchers may be
+    written by then).
     """
     rows = _check_args(matchers, bitmask, indices, threads)
-    groups: dict[int, _Group] = {}
+    # One kernel call per engine with one thread; with more, small chunks so the pool threads start
+    # on the first ones while this thread still plans the rest.
+    size = len(matchers) if threads == 1 else max(_MIN_CHUNK, -(-len(matchers) // (threads * _CHUNKS_PER_THREAD)))
     memo: list[tuple[Matcher, int]] = []
-    for m, row in zip(matchers, rows, strict=True):
-        key = m._mask_key
-        if key is not None and m._lexstate != _TERMINATED and key[0] == m._lexstate and key[1] is m._stack:
-            memo.append((m, row))
-            continue
-        engine = m.compiled._engine
-        group = groups.get(id(engine))
-        if group is None:
-            group = groups[id(engine)] = _Group(_kernel_tables(engine))
-        group.add(m, row)
-    for group in groups.values():
-        group.run(bitmask, threads)
+    with _Dispatch(bitmask, threads) as dispatch:
+        open_chunks: dict[int, _Chunk] = {}
+        for m, row in zip(matchers, rows, strict=True):
+            key = m._mask_key
+            if key is not None and m._lexstate != _TERMINATED and key[0] == m._lexstate and key[1] is m._stack:
+                memo.append((m, row))
+                continue
+            engine = m.compiled._engine
+            chunk = open_chunks.get(id(engine))
+            if chunk is None:
+                chunk = open_chunks[id(engine)] = _Chunk(_kernel_tables(engine))
+            chunk.add(m, row)
+            if len(chunk) == size:
+                dispatch.put(open_chunks.pop(id(engine)))
+        for chunk in open_chunks.values():
+            dispatch.put(chunk)
+    for chunk in dispatch.chunks:
+        chunk.finish(bitmask)
     for m, row in memo:
         bitmask[row] = m._mask
     for m, row in zip(matchers, rows, strict=True):
