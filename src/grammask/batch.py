@@ -4,20 +4,21 @@
 Python gathers each matcher's state into a plan (pair of lexer state and top LR state, the stack's
 top states when the pair has stack-dependent classes, the EOS decision; a matcher whose state has
 not changed since its last mask reuses it), then a ``nogil`` Numba kernel copies the pairs'
-precomputed masks and checks their marked classes against the stacks. With one thread that is one
-kernel call per compiled grammar, after the planning; with ``threads=n`` the plan is cut into
-chunks that ``n - 1`` pool threads start on while the calling thread plans the rest, then joins
-them. What the kernel cannot decide (classes that reduce below the top states it was given), the
+precomputed masks and checks their marked classes against the stacks: one call per compiled grammar,
+or with ``threads=n`` one per grammar on each of ``n`` threads (the calling one and ``n - 1`` pool
+threads), each taking every ``n``-th row. The pool threads start and end while the calling thread is
+in its own kernel call, so none of them waits for the GIL behind Python code (planning on one thread
+while others filled would make each hand-over wait for the interpreter's switch interval, 5 ms).
+What the kernel cannot decide (classes that reduce below the top states it was given), the
 memo and the token budgets are finished per row in Python afterwards, as ``fill_mask`` does.
 """
 
 from __future__ import annotations
 
-import queue
 import threading
 import weakref
 from collections.abc import Sequence
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING
 
 import numba as nb
@@ -28,14 +29,12 @@ from grammask.matcher import _STACK_VIEW, _TERMINATED, Matcher, _top_states
 from grammask.parser.kernels import add_marked_classes
 
 if TYPE_CHECKING:
-    from typing import Self  # Python 3.11; annotations are not evaluated at run time
-
     from grammask.engine import Engine
 
 # Plan columns, one plan row per matcher the kernel fills: its bitmask row, lexer state, pair (-1: terminated),
 # whether EOS is allowed, its top stack states ``states[a:b]`` (empty when the pair has no marked classes), and
-# where its undecided classes go in ``unknown``.
-_ROW, _LEX, _PAIR, _EOS, _STATES_A, _STATES_B, _UNKNOWN = range(7)
+# where its undecided classes go in ``unknown``; its place in the plan (where their count goes).
+_ROW, _LEX, _PAIR, _EOS, _STATES_A, _STATES_B, _UNKNOWN, _INDEX = range(8)
 
 
 @nb.njit(cache=True, nogil=True)
@@ -43,11 +42,11 @@ def _fill_rows(bitmask, plan, states, unknown, n_unknown, pair_mask, pair_marks,
                state_ptr, state_class, state_lcp, state_dep, action, goto, rule_len, rule_lhs, seq_ptr, seq_terms,
                class_follow, follow_ptr, follow_terms, follow_any, word_ptr, words, bits, eos_words, eos_bits):
     """Fill ``bitmask[plan[i, _ROW]]`` for every plan row ``i``: the pair's mask, its marked classes the
-    stack accepts (:func:`add_marked_classes`), EOS; ``n_unknown[i]`` = how many classes were left undecided."""
+    stack accepts (:func:`add_marked_classes`), EOS; ``n_unknown[plan[i, _INDEX]]`` = classes left undecided."""
     for i in range(plan.shape[0]):
         row = bitmask[plan[i, _ROW]]
         pair = plan[i, _PAIR]
-        n_unknown[i] = 0
+        n = 0
         if pair < 0:
             row[:] = 0
         else:
@@ -58,10 +57,11 @@ def _fill_rows(bitmask, plan, states, unknown, n_unknown, pair_mask, pair_marks,
                 s0, s1 = state_ptr[q], state_ptr[q + 1]
                 m = pair_marks[pair]
                 u = plan[i, _UNKNOWN]
-                n_unknown[i] = add_marked_classes(
+                n = add_marked_classes(
                     row, action, goto, rule_len, rule_lhs, states[a:b], state_class[s0:s1], state_lcp[s0:s1],
                     state_dep[s0:s1], marks[marks_ptr[m] : marks_ptr[m + 1]], seq_ptr, seq_terms, class_follow,
                     follow_ptr, follow_terms, follow_any, word_ptr, words, bits, unknown[u : u + s1 - s0])
+        n_unknown[plan[i, _INDEX]] = n
         if plan[i, _EOS]:
             for j in range(len(eos_words)):
                 row[eos_words[j]] |= eos_bits[j]
@@ -92,8 +92,6 @@ def _kernel_tables(engine: Engine) -> _KernelTables:
         return tables
 
 
-_MIN_CHUNK = 4
-_CHUNKS_PER_THREAD = 4
 _pool: ThreadPoolExecutor | None = None
 _pool_lock = threading.Lock()
 
@@ -109,9 +107,9 @@ def _workers(n: int) -> ThreadPoolExecutor:
         return _pool
 
 
-class _Chunk:
-    """Matchers of one engine whose rows one kernel call fills: planned by :meth:`add`, then :meth:`seal`,
-    :meth:`fill` (any thread) and :meth:`finish` (the caller's)."""
+class _Group:
+    """The matchers of one engine whose rows the kernel fills: planned by :meth:`add`, then :meth:`seal`,
+    :meth:`fill` (any thread, any share of the plan) and :meth:`finish` (the caller's thread)."""
 
     def __init__(self, tables: _KernelTables):
         self.tables = tables
@@ -121,18 +119,15 @@ class _Chunk:
         self._n_states = 0
         self._n_unknown = 0
 
-    def __len__(self) -> int:
-        return len(self.matchers)
-
     def add(self, m: Matcher, row: int) -> None:
         """Plan matcher ``m``'s mask into bitmask row ``row``.
 
         Raises :class:`MatcherStateError` as ``fill_mask`` does when no mask table covers the state.
         """
         q, stack = m._lexstate, m._stack
-        a = self._n_states
+        a, i = self._n_states, len(self._rows)
         if q == _TERMINATED:
-            self._rows.append((row, 0, -1, 1, a, a, 0))
+            self._rows.append((row, 0, -1, 1, a, a, 0, i))
             self.matchers.append(m)
             return
         view = self.tables.view
@@ -143,21 +138,21 @@ class _Chunk:
             top = _top_states(stack, _STACK_VIEW)
             self._states.append(top)
             self._n_states += len(top)
-        self._rows.append((row, q, pair, int(m._accepts_end(q, stack)), a, self._n_states, self._n_unknown))
+        self._rows.append((row, q, pair, int(m._accepts_end(q, stack)), a, self._n_states, self._n_unknown, i))
         self._n_unknown += len(view.state_classes[q][0])
         self.matchers.append(m)
 
-    def seal(self) -> _Chunk:
-        """The plan as the kernel's arrays; returns self."""
+    def seal(self, shares: int) -> None:
+        """The plan as the kernel's arrays, cut into ``shares`` shares of every ``shares``-th row."""
         self.plan = np.array(self._rows, dtype=np.int64)
+        self.shares = [self.plan] if shares == 1 else [np.ascontiguousarray(self.plan[k::shares]) for k in range(shares)]
         self.states = np.concatenate(self._states) if self._states else np.zeros(0, dtype=np.int32)
         self.unknown = np.empty(self._n_unknown, dtype=np.int32)
         self.n_unknown = np.zeros(len(self._rows), dtype=np.int64)
-        return self
 
-    def fill(self, bitmask: np.ndarray) -> None:
-        """Run the kernel on the sealed plan (the GIL is released while it runs)."""
-        _fill_rows(bitmask, self.plan, self.states, self.unknown, self.n_unknown, *self.tables.args)
+    def fill(self, bitmask: np.ndarray, share: int) -> None:
+        """Run the kernel on share ``share`` of the sealed plan (the GIL is released while it runs)."""
+        _fill_rows(bitmask, self.shares[share], self.states, self.unknown, self.n_unknown, *self.tables.args)
 
     def finish(self, bitmask: np.ndarray) -> None:
         """What ``fill_mask`` does after its compiled check: the Python fallback and the memo."""
@@ -172,38 +167,22 @@ class _Chunk:
             m._mask_key = (m._lexstate, m._stack)
 
 
-class _Dispatch:
-    """Runs sealed chunks' kernels: on the calling thread at the end (one thread), or on ``threads - 1``
-    pool threads as soon as they are put, the calling thread joining in once it has put the last one."""
+def _fill_share(groups: list[_Group], bitmask: np.ndarray, share: int) -> None:
+    for group in groups:
+        if len(group.shares[share]):
+            group.fill(bitmask, share)
 
-    def __init__(self, bitmask: np.ndarray, threads: int):
-        self.bitmask = bitmask
-        self.threads = threads
-        self.chunks: list[_Chunk] = []
-        self._queue: queue.SimpleQueue[_Chunk | None] = queue.SimpleQueue()
-        self._futures: list[Future] = []
 
-    def __enter__(self) -> Self:
-        if self.threads > 1:
-            pool = _workers(self.threads - 1)
-            self._futures = [pool.submit(self._drain) for _ in range(self.threads - 1)]
-        return self
-
-    def put(self, chunk: _Chunk) -> None:
-        """Hand over a chunk (sealed here)."""
-        self.chunks.append(chunk.seal())
-        self._queue.put(chunk)
-
-    def _drain(self) -> None:
-        while (chunk := self._queue.get()) is not None:
-            chunk.fill(self.bitmask)
-        self._queue.put(None)  # the one end marker, passed on to the next thread
-
-    def __exit__(self, *exc) -> None:
-        self._queue.put(None)
-        self._drain()
-        for f in self._futures:
-            f.result()
+def _fill(groups: list[_Group], bitmask: np.ndarray, threads: int) -> None:
+    """Run every group's kernel, share ``k`` of each on thread ``k`` (0: this one)."""
+    if threads == 1:
+        _fill_share(groups, bitmask, 0)
+        return
+    pool = _workers(threads - 1)
+    futures = [pool.submit(_fill_share, groups, bitmask, k) for k in range(1, threads)]
+    _fill_share(groups, bitmask, 0)
+    for f in futures:
+        f.result()
 
 
 def _check_args(matchers: Sequence[Matcher], bitmask: np.ndarray, indices: Sequence[int] | None,
@@ -247,35 +226,30 @@ def fill_masks(matchers: Sequence[Matcher], bitmask: np.ndarray, indices: Sequen
     calling thread. Rows not named are left as they are (the bitmask may have more rows than matchers,
     as xgrammar's batched fill allows).
 
-    Raises :class:`ConfigurationError` (before writing anything) if ``bitmask`` is not a 2-D int32
+    Raises :class:`ConfigurationError` if ``bitmask`` is not a 2-D int32
     array with rows of the vocabulary's width, if without ``indices`` it has fewer rows than matchers,
     if ``indices`` does not give each matcher its own row in range, or if ``threads`` is not a
-    positive int; :class:`MatcherStateError` as ``fill_mask`` does (rows of other matchers may be
-    written by then).
+    positive int; :class:`MatcherStateError` as ``fill_mask`` does (also before writing anything).
     """
     rows = _check_args(matchers, bitmask, indices, threads)
-    # One kernel call per engine with one thread; with more, small chunks so the pool threads start
-    # on the first ones while this thread still plans the rest.
-    size = len(matchers) if threads == 1 else max(_MIN_CHUNK, -(-len(matchers) // (threads * _CHUNKS_PER_THREAD)))
+    threads = max(1, min(threads, len(matchers)))
+    groups: dict[int, _Group] = {}
     memo: list[tuple[Matcher, int]] = []
-    with _Dispatch(bitmask, threads) as dispatch:
-        open_chunks: dict[int, _Chunk] = {}
-        for m, row in zip(matchers, rows, strict=True):
-            key = m._mask_key
-            if key is not None and m._lexstate != _TERMINATED and key[0] == m._lexstate and key[1] is m._stack:
-                memo.append((m, row))
-                continue
-            engine = m.compiled._engine
-            chunk = open_chunks.get(id(engine))
-            if chunk is None:
-                chunk = open_chunks[id(engine)] = _Chunk(_kernel_tables(engine))
-            chunk.add(m, row)
-            if len(chunk) == size:
-                dispatch.put(open_chunks.pop(id(engine)))
-        for chunk in open_chunks.values():
-            dispatch.put(chunk)
-    for chunk in dispatch.chunks:
-        chunk.finish(bitmask)
+    for m, row in zip(matchers, rows, strict=True):
+        key = m._mask_key
+        if key is not None and m._lexstate != _TERMINATED and key[0] == m._lexstate and key[1] is m._stack:
+            memo.append((m, row))
+            continue
+        engine = m.compiled._engine
+        group = groups.get(id(engine))
+        if group is None:
+            group = groups[id(engine)] = _Group(_kernel_tables(engine))
+        group.add(m, row)
+    for group in groups.values():
+        group.seal(threads)
+    _fill(list(groups.values()), bitmask, threads)
+    for group in groups.values():
+        group.finish(bitmask)
     for m, row in memo:
         bitmask[row] = m._mask
     for m, row in zip(matchers, rows, strict=True):
