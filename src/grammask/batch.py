@@ -25,7 +25,7 @@ import numba as nb
 import numpy as np
 
 from grammask.errors import ConfigurationError, MatcherStateError
-from grammask.matcher import _STACK_VIEW, _TERMINATED, Matcher, _top_states
+from grammask.matcher import _STACK_VIEW, _TERMINATED, Matcher, _top_list
 from grammask.parser.kernels import add_marked_classes
 
 if TYPE_CHECKING:
@@ -115,7 +115,7 @@ class _Group:
         self.tables = tables
         self.matchers: list[Matcher] = []
         self._rows: list[tuple[int, ...]] = []
-        self._states: list[np.ndarray] = []
+        self._states: list[int] = []
         self._n_states = 0
         self._n_unknown = 0
 
@@ -135,8 +135,8 @@ class _Group:
         if pair < 0:
             raise MatcherStateError(f"internal error: no mask table for lexer state {q} with LR state {stack[0]}")
         if self.tables.has_marks[pair]:
-            top = _top_states(stack, _STACK_VIEW)
-            self._states.append(top)
+            top = _top_list(stack, _STACK_VIEW)
+            self._states += top
             self._n_states += len(top)
         self._rows.append((row, q, pair, int(m._accepts_end(q, stack)), a, self._n_states, self._n_unknown, i))
         self._n_unknown += len(view.state_classes[q][0])
@@ -146,7 +146,7 @@ class _Group:
         """The plan as the kernel's arrays, cut into ``shares`` shares of every ``shares``-th row."""
         self.plan = np.array(self._rows, dtype=np.int64)
         self.shares = [self.plan] if shares == 1 else [np.ascontiguousarray(self.plan[k::shares]) for k in range(shares)]
-        self.states = np.concatenate(self._states) if self._states else np.zeros(0, dtype=np.int32)
+        self.states = np.array(self._states, dtype=np.int32)
         self.unknown = np.empty(self._n_unknown, dtype=np.int32)
         self.n_unknown = np.zeros(len(self._rows), dtype=np.int64)
 

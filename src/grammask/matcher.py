@@ -306,12 +306,17 @@ class Matcher:
 
 def _top_states(stack, limit: int) -> np.ndarray:
     """The top ``limit`` states of a persistent stack, bottom first."""
+    return np.array(_top_list(stack, limit), dtype=np.int32)
+
+
+def _top_list(stack, limit: int) -> list[int]:
+    """:func:`_top_states` as a list."""
     states = []
     while stack is not None and len(states) < limit:
         states.append(stack[0])
         stack = stack[1]
     states.reverse()
-    return np.array(states, dtype=np.int32)
+    return states
 
 
 def _show(data: bytes | None) -> str:
