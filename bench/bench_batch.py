@@ -9,6 +9,9 @@ many threads), xgrammar ``BatchGrammarMatcher.batch_fill_next_token_bitmask`` (`
 Every timed call gets fresh copies of the matchers (made untimed), so no engine reuses a mask it
 computed before. Checks: every row allows its sequence's next document token, and grammask's rows
 equal its per-matcher ``fill_mask`` rows. grammask's loop of ``fill_mask`` is shown for reference.
+"cores used" is the process's CPU time during the call over its wall time: above 1 only where threads
+ran side by side. Before the run, two threads sort with NumPy (no GIL) to show how much CPU the
+machine gives two threads at all.
 
 "GIL free" (grammask): the share of the time a second Python thread can run while this one fills
 masks in a loop (see :func:`gil_free`), for ``fill_masks`` and for the loop of ``fill_mask``.
@@ -152,23 +155,43 @@ def ready_bitmask(n_rows: int, n_logits: int) -> np.ndarray:
     return bitmask
 
 
-def time_fill(engine: Engine, n_logits: int, threads: int) -> float:
-    """Seconds of one batched fill of all rows, on fresh copies of the matchers, into a bitmask already in memory."""
+def time_fill(engine: Engine, n_logits: int, threads: int) -> tuple[float, float]:
+    """Seconds of one batched fill of all rows, on fresh copies of the matchers, into a bitmask already
+    in memory, and the CPU seconds the process spent meanwhile (all its threads)."""
     ms = [engine.copy(m) for m in engine.matchers]
     bitmask = ready_bitmask(len(ms), n_logits)
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.process_time()
     engine.fill(ms, bitmask, threads)
-    return time.perf_counter() - t0
+    return time.perf_counter() - t0, time.process_time() - c0
 
 
-def time_fill_mask_loop(engine: Engine, n_logits: int) -> float:
-    """Seconds of grammask's per-matcher ``fill_mask`` over all rows, as :func:`time_fill`."""
+def cores_for_two_threads(seconds: float = 0.5) -> float:
+    """CPU seconds per second two threads get for GIL-free NumPy work (sorting) now: 2 on an idle
+    machine with two cores or more, less when other jobs take them."""
+    arrays = [np.random.default_rng(k).random(1 << 20) for k in range(2)]
+
+    def sort(a: np.ndarray) -> None:
+        t0 = time.perf_counter()
+        while time.perf_counter() - t0 < seconds:
+            np.sort(a)
+
+    threads = [threading.Thread(target=sort, args=(a,)) for a in arrays]
+    t0, c0 = time.perf_counter(), time.process_time()
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    return (time.process_time() - c0) / (time.perf_counter() - t0)
+
+
+def time_fill_mask_loop(engine: Engine, n_logits: int) -> tuple[float, float]:
+    """Seconds and CPU seconds of grammask's per-matcher ``fill_mask`` over all rows, as :func:`time_fill`."""
     ms = [m.fork() for m in engine.matchers]
     bitmask = ready_bitmask(len(ms), n_logits)
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.process_time()
     for i, m in enumerate(ms):
         m.fill_mask(bitmask[i])
-    return time.perf_counter() - t0
+    return time.perf_counter() - t0, time.process_time() - c0
 
 
 def gil_free(work: Callable[[], object], seconds: float = 0.3) -> float:
@@ -262,9 +285,11 @@ def run_case(name: str, tok: BenchTokenizer, n_rows: int, repeat: int, engines: 
             if engine == "grammask":
                 times.setdefault((engine, "fill_mask loop"), []).append(time_fill_mask_loop(b, n_logits))
     for (engine, n), ts in times.items():
-        s = float(np.median(ts))
+        s = float(np.median([wall for wall, _ in ts]))
+        cores = float(np.median([cpu / wall for wall, cpu in ts]))
         results.append({"case": name, "engine": engine, "threads": n, "rows": n_rows, "tokens": len(tokens),
-                        "median_ms": s * 1e3, "rows_per_s": n_rows / s, "check": problems[engine] or "ok"})
+                        "median_ms": s * 1e3, "rows_per_s": n_rows / s, "cores": cores,
+                        "check": problems[engine] or "ok"})
     if "grammask" in built:
         shares = gil_free_shares(built["grammask"], n_logits)
         for row in results:
@@ -276,17 +301,18 @@ def run_case(name: str, tok: BenchTokenizer, n_rows: int, repeat: int, engines: 
 def render(results: list[dict], env: dict) -> str:
     """The results as Markdown: one table, then the 2-thread speed-ups and the bars."""
     head = (f"Measured {env['date']} on {env['cpu']}, Python {env['python']}, {env['tokenizer']}, {env['rows']} rows"
-            f" per call, medians of {env['repeat']} calls.")
+            f" per call, medians of {env['repeat']} calls. CPU the machine gave two threads of GIL-free"
+            f" NumPy work before the run: {env['cores_for_two_threads']:.2f} cores.")
     lines = [head, "",
-             "| case | engine | threads | ms per call | rows/s | GIL free | check |",
-             "|---|---|---|---|---|---|---|"]
+             "| case | engine | threads | ms per call | rows/s | cores used | GIL free | check |",
+             "|---|---|---|---|---|---|---|---|"]
     for r in results:
         if "na" in r:
-            lines.append(f"| {r['case']} | {r['engine']} | | | n/a | | {r['na']} |")
+            lines.append(f"| {r['case']} | {r['engine']} | | | n/a | | | {r['na']} |")
             continue
         gil = f"{r['gil_free']:.0%}" if "gil_free" in r else ""
         lines.append(f"| {r['case']} | {r['engine']} | {r['threads']} | {r['median_ms']:.2f} | {r['rows_per_s']:,.0f} "
-                     f"| {gil} | {r['check']} |")
+                     f"| {r['cores']:.2f} | {gil} | {r['check']} |")
     lines += ["", "| bar | measured | result |", "|---|---|---|"]
     for bar in bars(results):
         lines.append(f"| {bar['bar']} | {bar['measured']} | {'PASS' if bar['pass'] else 'FAIL'} |")
@@ -319,6 +345,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--repeat", type=int, default=7)
     parser.add_argument("--out", type=Path, default=BENCH_DIR / "results" / "batch.md")
     args = parser.parse_args(argv)
+    cores = cores_for_two_threads()
     try:
         tok = load_tokenizer(args.tokenizer)
         results = []
@@ -327,7 +354,7 @@ def main(argv: list[str] | None = None) -> int:
     except BenchError as e:
         print(f"bench_batch: {e}", file=sys.stderr)
         return 2
-    env = {**environment(args.repeat), "tokenizer": args.tokenizer, "rows": args.rows}
+    env = {**environment(args.repeat), "tokenizer": args.tokenizer, "rows": args.rows, "cores_for_two_threads": cores}
     text = render(results, env)
     print(text)
     args.out.parent.mkdir(parents=True, exist_ok=True)
