@@ -5,10 +5,11 @@ Python gathers each matcher's state into a plan (pair of lexer state and top LR 
 top states when the pair has stack-dependent classes, the EOS decision; a matcher whose state has
 not changed since its last mask reuses it), then a ``nogil`` Numba kernel copies the pairs'
 precomputed masks and checks their marked classes against the stacks: one call per compiled grammar,
-or with ``threads=n`` one per grammar on each of ``n`` threads (the calling one and ``n - 1`` pool
-threads), each taking every ``n``-th row. The pool threads start and end while the calling thread is
-in its own kernel call, so none of them waits for the GIL behind Python code (planning on one thread
-while others filled would make each hand-over wait for the interpreter's switch interval, 5 ms).
+or with ``threads=n`` the rows cut into shrinking pieces that the calling thread and ``n - 1`` pool
+threads take one by one. All planning is done before, so between kernel calls the threads run only a
+few lines of Python and never wait long for the GIL (planning on one thread while others filled would
+make each hand-over wait for the interpreter's switch interval, 5 ms); a pool thread that the OS
+starts late takes fewer pieces instead of holding up the call.
 What the kernel cannot decide (classes that reduce below the top states it was given), the
 memo and the token budgets are finished per row in Python afterwards, as ``fill_mask`` does.
 """
@@ -92,6 +93,7 @@ def _kernel_tables(engine: Engine) -> _KernelTables:
         return tables
 
 
+_MIN_PIECE = 4
 _pool: ThreadPoolExecutor | None = None
 _pool_lock = threading.Lock()
 
@@ -142,17 +144,17 @@ class _Group:
         self._n_unknown += len(view.state_classes[q][0])
         self.matchers.append(m)
 
-    def seal(self, shares: int) -> None:
-        """The plan as the kernel's arrays, cut into ``shares`` shares of every ``shares``-th row."""
+    def seal(self, threads: int) -> None:
+        """The plan as the kernel's arrays, cut into pieces for ``threads`` threads (one piece for one)."""
         self.plan = np.array(self._rows, dtype=np.int64)
-        self.shares = [self.plan] if shares == 1 else [np.ascontiguousarray(self.plan[k::shares]) for k in range(shares)]
+        self.pieces = [self.plan[a:b] for a, b in _pieces(len(self.plan), threads)]
         self.states = np.array(self._states, dtype=np.int32)
         self.unknown = np.empty(self._n_unknown, dtype=np.int32)
         self.n_unknown = np.zeros(len(self._rows), dtype=np.int64)
 
-    def fill(self, bitmask: np.ndarray, share: int) -> None:
-        """Run the kernel on share ``share`` of the sealed plan (the GIL is released while it runs)."""
-        _fill_rows(bitmask, self.shares[share], self.states, self.unknown, self.n_unknown, *self.tables.args)
+    def fill(self, bitmask: np.ndarray, piece: np.ndarray) -> None:
+        """Run the kernel on ``piece`` (rows of the sealed plan); the GIL is released while it runs."""
+        _fill_rows(bitmask, piece, self.states, self.unknown, self.n_unknown, *self.tables.args)
 
     def finish(self, bitmask: np.ndarray) -> None:
         """What ``fill_mask`` does after its compiled check: the Python fallback and the memo."""
@@ -167,20 +169,30 @@ class _Group:
             m._mask_key = (m._lexstate, m._stack)
 
 
-def _fill_share(groups: list[_Group], bitmask: np.ndarray, share: int) -> None:
-    for group in groups:
-        if len(group.shares[share]):
-            group.fill(bitmask, share)
+def _pieces(n: int, threads: int) -> list[tuple[int, int]]:
+    """Row ranges of ``n`` rows for ``threads`` threads: shrinking pieces (a share of what is left), so
+    threads that start late or run slow still end about together."""
+    if threads == 1:
+        return [(0, n)]
+    out, a = [], 0
+    while a < n:
+        b = min(n, a + max(_MIN_PIECE, -(-(n - a) // (2 * threads))))
+        out.append((a, b))
+        a = b
+    return out
 
 
 def _fill(groups: list[_Group], bitmask: np.ndarray, threads: int) -> None:
-    """Run every group's kernel, share ``k`` of each on thread ``k`` (0: this one)."""
-    if threads == 1:
-        _fill_share(groups, bitmask, 0)
-        return
-    pool = _workers(threads - 1)
-    futures = [pool.submit(_fill_share, groups, bitmask, k) for k in range(1, threads)]
-    _fill_share(groups, bitmask, 0)
+    """Run the kernel on every group's pieces: this thread and ``threads - 1`` pool threads take the next
+    piece as they get free (a thread the OS starts late just takes fewer)."""
+    work = iter([(group, piece) for group in groups for piece in group.pieces])  # next() is atomic under the GIL
+
+    def drain() -> None:
+        for group, piece in work:
+            group.fill(bitmask, piece)
+
+    futures = [_workers(threads - 1).submit(drain) for _ in range(threads - 1)] if threads > 1 else []
+    drain()
     for f in futures:
         f.result()
 
