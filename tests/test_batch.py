@@ -168,6 +168,7 @@ def test_bad_input_raises_configuration_error():
         ((ms, good, [0, 1, -1]), {}),                             # out of range
         ((ms, good, [0, 1, 1]), {}),                              # a row twice
         ((ms, good), {"threads": 0}),
+        ((ms, np.broadcast_to(good, good.shape)), {}),             # read-only
     ]
     for args, kwargs in bad:
         with pytest.raises(ConfigurationError):

@@ -9,9 +9,9 @@ or with ``threads=n`` the rows cut into shrinking pieces that the calling thread
 threads take one by one. All planning is done before, so between kernel calls the threads run only a
 few lines of Python and never wait long for the GIL (planning on one thread while others filled would
 make each hand-over wait for the interpreter's switch interval, 5 ms); a pool thread that the OS
-starts late takes fewer pieces instead of holding up the call.
-What the kernel cannot decide (classes that reduce below the top states it was given), the
-memo and the token budgets are finished per row in Python afterwards, as ``fill_mask`` does.
+starts late takes fewer pieces instead of holding up the call. What the kernel cannot decide
+(classes that reduce below the top states it was given), the memo and the token budgets are
+finished per row in Python afterwards, as ``fill_mask`` does.
 """
 
 from __future__ import annotations
@@ -95,23 +95,25 @@ def _kernel_tables(engine: Engine) -> _KernelTables:
 
 _MIN_PIECE = 4
 _pool: ThreadPoolExecutor | None = None
+_pool_size = 0
 _pool_lock = threading.Lock()
 
 
 def _workers(n: int) -> ThreadPoolExecutor:
-    """A shared pool of at least ``n`` threads (a bigger one replaces it when asked)."""
-    global _pool
+    """A shared pool of at least ``n`` threads (a bigger one replaces it when asked; the old one ends
+    once its work is done)."""
+    global _pool, _pool_size
     with _pool_lock:
-        if _pool is None or _pool._max_workers < n:
-            old, _pool = _pool, ThreadPoolExecutor(n, thread_name_prefix="grammask-masks")
-            if old is not None:
-                old.shutdown(wait=False)
+        if _pool is None or _pool_size < n:
+            if _pool is not None:
+                _pool.shutdown(wait=False)
+            _pool, _pool_size = ThreadPoolExecutor(n, thread_name_prefix="grammask-masks"), n
         return _pool
 
 
 class _Group:
     """The matchers of one engine whose rows the kernel fills: planned by :meth:`add`, then :meth:`seal`,
-    :meth:`fill` (any thread, any share of the plan) and :meth:`finish` (the caller's thread)."""
+    :meth:`fill` (any thread, any piece of the plan) and :meth:`finish` (the caller's thread)."""
 
     def __init__(self, tables: _KernelTables):
         self.tables = tables
@@ -202,6 +204,8 @@ def _check_args(matchers: Sequence[Matcher], bitmask: np.ndarray, indices: Seque
     """The row of each matcher; :class:`ConfigurationError` for the argument errors :func:`fill_masks` names."""
     if not isinstance(bitmask, np.ndarray) or bitmask.ndim != 2 or bitmask.dtype != np.int32:
         raise ConfigurationError("bitmask must be a 2-D int32 NumPy array (rows of mask words)")
+    if not bitmask.flags.writeable:
+        raise ConfigurationError("bitmask is read-only")
     if not isinstance(threads, int) or threads < 1:
         raise ConfigurationError(f"threads must be a positive int, got {threads!r}")
     n_rows, width = bitmask.shape
@@ -238,10 +242,10 @@ def fill_masks(matchers: Sequence[Matcher], bitmask: np.ndarray, indices: Sequen
     calling thread. Rows not named are left as they are (the bitmask may have more rows than matchers,
     as xgrammar's batched fill allows).
 
-    Raises :class:`ConfigurationError` if ``bitmask`` is not a 2-D int32
-    array with rows of the vocabulary's width, if without ``indices`` it has fewer rows than matchers,
-    if ``indices`` does not give each matcher its own row in range, or if ``threads`` is not a
-    positive int; :class:`MatcherStateError` as ``fill_mask`` does (also before writing anything).
+    Raises :class:`ConfigurationError` if ``bitmask`` is not a writable 2-D int32 array with rows of
+    the vocabulary's width, if without ``indices`` it has fewer rows than matchers, if ``indices``
+    does not give each matcher its own row in range, or if ``threads`` is not a positive int;
+    :class:`MatcherStateError` as ``fill_mask`` does. Either comes before anything is written.
     """
     rows = _check_args(matchers, bitmask, indices, threads)
     threads = max(1, min(threads, len(matchers)))
