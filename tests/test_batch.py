@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import random
+import threading
 from pathlib import Path
 
 import numpy as np
@@ -175,3 +176,27 @@ def test_bad_input_raises_configuration_error():
             fill_masks(*args, **kwargs)
     assert not good.any()
 
+
+
+def test_concurrent_callers_with_growing_pools():
+    compiled = get_compiled("json", "smollm2")
+    matchers = _mid_document_matchers(compiled, get_vocab("smollm2"), seed=5, n=12)
+    expected = _one_by_one(matchers, len(matchers), list(range(len(matchers))))
+    failures = []
+
+    def call(threads: int) -> None:
+        for _ in range(5):
+            got = np.zeros_like(expected)
+            try:
+                fill_masks([m.fork() for m in matchers], got, threads=threads)
+            except Exception as e:  # noqa: BLE001 - reported by the assertion below
+                failures.append(repr(e))
+            if not (got == expected).all():
+                failures.append(threads)
+
+    callers = [threading.Thread(target=call, args=(k,)) for k in (2, 3, 4, 5)]
+    for t in callers:
+        t.start()
+    for t in callers:
+        t.join()
+    assert failures == []

@@ -18,8 +18,8 @@ from __future__ import annotations
 
 import threading
 import weakref
-from collections.abc import Sequence
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Callable, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from typing import TYPE_CHECKING
 
 import numba as nb
@@ -99,16 +99,16 @@ _pool_size = 0
 _pool_lock = threading.Lock()
 
 
-def _workers(n: int) -> ThreadPoolExecutor:
-    """A shared pool of at least ``n`` threads (a bigger one replaces it when asked; the old one ends
-    once its work is done)."""
+def _start(fn: Callable[[], None], n: int) -> list[Future]:
+    """Run ``fn`` on ``n`` threads of a shared pool (a bigger pool replaces it when asked for more; the
+    old one ends once its work is done)."""
     global _pool, _pool_size
     with _pool_lock:
         if _pool is None or _pool_size < n:
             if _pool is not None:
                 _pool.shutdown(wait=False)
             _pool, _pool_size = ThreadPoolExecutor(n, thread_name_prefix="grammask-masks"), n
-        return _pool
+        return [_pool.submit(fn) for _ in range(n)]
 
 
 class _Group:
@@ -193,7 +193,7 @@ def _fill(groups: list[_Group], bitmask: np.ndarray, threads: int) -> None:
         for group, piece in work:
             group.fill(bitmask, piece)
 
-    futures = [_workers(threads - 1).submit(drain) for _ in range(threads - 1)] if threads > 1 else []
+    futures = _start(drain, threads - 1) if threads > 1 else []
     drain()
     for f in futures:
         f.result()
