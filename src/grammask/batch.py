@@ -186,7 +186,7 @@ def _pieces(n: int, threads: int) -> list[tuple[int, int]]:
 
 def _fill(groups: list[_Group], bitmask: np.ndarray, threads: int) -> None:
     """Run the kernel on every group's pieces: this thread and ``threads - 1`` pool threads take the next
-    piece as they get free (a thread the OS starts late just takes fewer)."""
+    piece as they get free (a thread the OS starts late takes fewer, or none)."""
     work = iter([(group, piece) for group in groups for piece in group.pieces])  # next() is atomic under the GIL
 
     def drain() -> None:
@@ -196,7 +196,8 @@ def _fill(groups: list[_Group], bitmask: np.ndarray, threads: int) -> None:
     futures = _start(drain, threads - 1) if threads > 1 else []
     drain()
     for f in futures:
-        f.result()
+        if not f.cancel():  # a pool thread not started by now has nothing left to do: no waiting for it
+            f.result()
 
 
 def _check_args(matchers: Sequence[Matcher], bitmask: np.ndarray, indices: Sequence[int] | None,
