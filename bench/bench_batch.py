@@ -194,14 +194,14 @@ def time_fill_mask_loop(engine: Engine, n_logits: int) -> tuple[float, float]:
     return time.perf_counter() - t0, time.process_time() - c0
 
 
-def gil_free(work: Callable[[], object], seconds: float = 0.3) -> float:
+def gil_free(work: Callable[[], object], seconds: float = 0.1, rounds: int = 5) -> float:
     """The share of time the GIL is free for another Python thread while ``work()`` runs in a loop here.
 
     A second thread counts, giving the GIL back after every step (``time.sleep(0)``); the interpreter's
     switch interval is raised to 1 s meanwhile, so this thread keeps the GIL until it lets go of it
     itself (native code that releases it, a large NumPy copy). The counting rate beside ``work``
     divided by the rate beside an idle thread is that share (the CPU the machine leaves the counter
-    scales both alike).
+    scales both alike). Idle and busy spells alternate ``rounds`` times; the median ratio is returned.
     """
 
     def rate(working: bool) -> float:
@@ -229,7 +229,7 @@ def gil_free(work: Callable[[], object], seconds: float = 0.3) -> float:
     interval = sys.getswitchinterval()
     sys.setswitchinterval(1.0)
     try:
-        return rate(True) / rate(False)
+        return float(np.median([rate(True) / rate(False) for _ in range(rounds)]))
     finally:
         sys.setswitchinterval(interval)
 
