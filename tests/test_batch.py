@@ -116,6 +116,17 @@ def test_memo_kept_for_advance_and_fill_mask():
     assert (bm == expected).all()
 
 
+def test_same_matcher_twice_and_numpy_indices():
+    vocab = get_vocab("smollm2")
+    matchers = _mid_document_matchers(get_compiled("json", "smollm2"), vocab, seed=7, n=3)
+    twice = [matchers[0], matchers[1], matchers[0], matchers[2]]
+    rows = np.array([3, 0, 1, 2])
+    expected = _one_by_one(twice, 4, rows.tolist())
+    got = allocate_bitmask(4, vocab.n_logits)
+    fill_masks(twice, got, rows, threads=2)
+    assert (got == expected).all()
+
+
 # The last "b" closes every "a" at once: with more than the kernel's 256 top states, the classes of
 # tokens that end it ("bc", "ba") are decided by the Python fallback, as in fill_mask.
 DEEP = 'start: x "c"?\nx: "a" x | "b"'
@@ -169,6 +180,7 @@ def test_bad_input_raises_configuration_error():
         ((ms, good, [0, 1, -1]), {}),                             # out of range
         ((ms, good, [0, 1, 1]), {}),                              # a row twice
         ((ms, good), {"threads": 0}),
+        ((ms, good, [0, 1, 2.0]), {}),                            # not an int
         ((ms, np.broadcast_to(good, good.shape)), {}),             # read-only
     ]
     for args, kwargs in bad:

@@ -16,6 +16,7 @@ finished per row in Python afterwards, as ``fill_mask`` does.
 
 from __future__ import annotations
 
+import operator
 import threading
 import weakref
 from collections.abc import Callable, Sequence
@@ -215,7 +216,10 @@ def _check_args(matchers: Sequence[Matcher], bitmask: np.ndarray, indices: Seque
             raise ConfigurationError(f"bitmask has {n_rows} rows for {len(matchers)} matchers")
         rows = list(range(len(matchers)))
     else:
-        rows = [int(r) for r in indices]
+        try:
+            rows = [operator.index(r) for r in indices]
+        except TypeError:
+            raise ConfigurationError(f"indices must be ints, got {indices!r}") from None
         if len(rows) != len(matchers):
             raise ConfigurationError(f"{len(rows)} indices for {len(matchers)} matchers")
         bad = [r for r in rows if not 0 <= r < n_rows]
