@@ -212,3 +212,9 @@ def test_concurrent_callers_with_growing_pools():
     for t in callers:
         t.join()
     assert failures == []
+
+
+def test_rows_equal_fill_mask_on_llama3():
+    compiled = get_compiled("json", "llama3")
+    matchers = _mid_document_matchers(compiled, get_vocab("llama3"), seed=11, n=24)
+    _check(matchers, threads=2, seed=12)
