@@ -54,12 +54,14 @@ class Stepper:
 @dataclass
 class Build:
     """A compiled grammar: compile times in seconds (``cached_s`` is None when not measured), a
-    factory for fresh steppers, and extra fields for the results row."""
+    factory for fresh steppers, extra fields for the results row, and a factory for the engine's
+    own fresh matchers (for the batch benchmark; None where not given)."""
 
     cold_s: float
     cached_s: float | None
     new_stepper: Callable[[], Stepper]
     extra: dict = field(default_factory=dict)
+    new_matcher: Callable[[], object] | None = None
 
 
 # ---- grammask ---------------------------------------------------------------------------------

@@ -134,7 +134,8 @@ def _build_llguidance(grammar_of: Callable[[], str], tok: PeerTokenizer) -> Buil
         fill = functools.partial(matcher.unsafe_compute_mask_ptr, row.ctypes.data, row.nbytes)
         return Stepper(row, fill, matcher.consume_token, matcher.is_stopped)
 
-    return Build(t1 - t0, t2 - t1, new_stepper, {"version": llguidance.__version__})
+    new_matcher = functools.partial(llguidance.LLMatcher, lltok, grammar, log_level=0, limits=limits)
+    return Build(t1 - t0, t2 - t1, new_stepper, {"version": llguidance.__version__}, new_matcher)
 
 
 # ---- xgrammar ---------------------------------------------------------------------------------
@@ -195,7 +196,8 @@ def build_xgrammar(kind: str, schema: dict | None, tok: PeerTokenizer) -> Build:
         fill = functools.partial(matcher.fill_next_token_bitmask, rows, 0)
         return Stepper(rows[0], fill, matcher.accept_token, matcher.is_terminated)
 
-    return Build(t1 - t0, t2 - t1, new_stepper, {"version": version("xgrammar")})
+    new_matcher = functools.partial(xgrammar.GrammarMatcher, compiled)
+    return Build(t1 - t0, t2 - t1, new_stepper, {"version": version("xgrammar")}, new_matcher)
 
 
 # ---- outlines-core ----------------------------------------------------------------------------

@@ -194,7 +194,13 @@ class Matcher:
         unknown = np.empty(len(classes), dtype=np.int32)
         n_unknown = add_marked_classes(row, *rt.lr, states, classes, lcp, deps, marks, *rt.class_tables,
                                        *rt.dep_bits, unknown)
-        for k in unknown[:n_unknown].tolist():
+        self._add_unknown_classes(row, stack, unknown[:n_unknown])
+
+    def _add_unknown_classes(self, row: np.ndarray, stack, unknown: np.ndarray) -> None:
+        """OR in the lexer state's classes ``unknown`` (indices the compiled check left open) the real stack accepts."""
+        rt = self._rt
+        classes, _, deps = rt.state_classes[self._lexstate]
+        for k in unknown.tolist():
             seq, (follow, follow_any) = rt.class_python(int(classes[k]))
             after = self._runner.feed_all(stack, seq)
             if after is not None and (follow_any or any(self._runner.feed(after, x) is not None for x in follow)):
@@ -397,12 +403,17 @@ class Matcher:
 
 def _top_states(stack, limit: int) -> np.ndarray:
     """The top ``limit`` states of a persistent stack, bottom first."""
+    return np.array(_top_list(stack, limit), dtype=np.int32)
+
+
+def _top_list(stack, limit: int) -> list[int]:
+    """:func:`_top_states` as a list."""
     states = []
     while stack is not None and len(states) < limit:
         states.append(stack[0])
         stack = stack[1]
     states.reverse()
-    return np.array(states, dtype=np.int32)
+    return states
 
 
 def _show(data: bytes | None) -> str:

@@ -1,0 +1,220 @@
+"""``grammask.batch.fill_masks``: the same rows as each matcher's own ``fill_mask``, on threads, by index."""
+
+from __future__ import annotations
+
+import json
+import random
+import threading
+from pathlib import Path
+
+import numpy as np
+import pytest
+from conftest import get_compiled, get_vocab
+
+from grammask import Grammar, Vocabulary, compile
+from grammask.batch import fill_masks
+from grammask.bitmask import allocate_bitmask, bitmask_words
+from grammask.errors import ConfigurationError
+from grammask.matcher import Matcher
+from grammask.sampler import SentenceSampler
+
+JME_SUBDIR = Path("shared") / "data" / "json-mode-eval"
+JME_SCHEMAS = ("JME_0", "JME_7", "JME_23")
+
+
+def _jme_schema(name: str) -> dict:
+    for folder in Path(__file__).resolve().parents:
+        path = folder / JME_SUBDIR / f"{name}.json"
+        if path.is_file():
+            return json.loads(path.read_text(encoding="utf-8"))["schema"]
+    pytest.skip(f"no {JME_SUBDIR} in a folder above the tests")
+
+
+def _mid_document_matchers(compiled, vocab: Vocabulary, seed: int, n: int) -> list[Matcher]:
+    """``n`` matchers at random cuts of sampled documents: with and without budgets, some after EOS."""
+    sampler = SentenceSampler(compiled.grammar, max_depth=8)
+    rng = random.Random(seed)
+    eos = min(vocab.eos_ids)
+    shortest = compiled.matcher().min_tokens_to_finish()
+    out = []
+    while len(out) < n:
+        tokens = vocab.encode(sampler.sample(rng))
+        finish = rng.random() < 0.15
+        cut = len(tokens) if finish else rng.randint(0, len(tokens))
+        budget = None if rng.random() < 0.5 else max(shortest, len(tokens) + 1) + rng.randint(0, 3)
+        m = compiled.matcher(max_tokens=budget)
+        for t in tokens[:cut]:
+            if not m.accept_token(t):  # a tight budget may refuse this tokenization: stop there
+                break
+        if finish and m.is_accepting():
+            m.advance(eos)
+        out.append(m)
+    return out
+
+
+def _one_by_one(matchers: list[Matcher], n_rows: int, rows: list[int]) -> np.ndarray:
+    """The rows each matcher's own ``fill_mask`` gives, from a fork (the originals' memos untouched)."""
+    out = np.full((n_rows, bitmask_words(matchers[0].compiled.vocab.n_logits)), 7, dtype=np.int32)
+    for m, r in zip(matchers, rows, strict=True):
+        m.fork().fill_mask(out[r])
+    return out
+
+
+def _check(matchers: list[Matcher], threads: int, seed: int) -> None:
+    rng = random.Random(seed)
+    n = len(matchers)
+    expected = _one_by_one(matchers, n, list(range(n)))
+    got = np.full_like(expected, -1)
+    fill_masks(matchers, got, threads=threads)
+    assert (got == expected).all(), np.nonzero((got != expected).any(axis=1))[0].tolist()
+    # Again, now from the memos the first call left, into a shuffled wider bitmask by index.
+    rows = rng.sample(range(n + 5), n)
+    expected = _one_by_one(matchers, n + 5, rows)
+    got = np.full_like(expected, 7)
+    fill_masks(matchers, got, rows, threads=threads)
+    assert (got == expected).all()
+
+
+CASES = [("json", None), ("c", None), *(("schema", name) for name in JME_SCHEMAS)]
+
+
+def _compiled(kind: str, schema: str | None):
+    if kind != "schema":
+        return get_compiled(kind, "smollm2")
+    return compile(Grammar.from_json_schema(_jme_schema(schema)), get_vocab("smollm2"), cache=False)
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+@pytest.mark.parametrize(("kind", "schema"), CASES, ids=[s or k for k, s in CASES])
+def test_rows_equal_fill_mask(kind, schema, threads):
+    compiled = _compiled(kind, schema)
+    matchers = _mid_document_matchers(compiled, get_vocab("smollm2"), seed=len(kind) + threads, n=40)
+    assert any(m.is_terminated() for m in matchers) and any(m.max_tokens for m in matchers)
+    _check(matchers, threads, seed=threads)
+
+
+@pytest.mark.parametrize("threads", [1, 3])
+def test_grammars_mixed_in_one_call(threads):
+    vocab = get_vocab("smollm2")
+    matchers = []
+    for i, kind in enumerate(["json", "c"]):
+        matchers += _mid_document_matchers(get_compiled(kind, "smollm2"), vocab, seed=10 + i, n=15)
+    random.Random(3).shuffle(matchers)
+    _check(matchers, threads, seed=4)
+
+
+def test_memo_kept_for_advance_and_fill_mask():
+    vocab = get_vocab("smollm2")
+    m = get_compiled("json", "smollm2").matcher()
+    bm = allocate_bitmask(1, vocab.n_logits)
+    fill_masks([m], bm)
+    m.advance(vocab.encode("[")[0])
+    fill_masks([m], bm)
+    expected = allocate_bitmask(1, vocab.n_logits)
+    m.fork().fill_mask(expected[0])
+    m.fill_mask(expected[0])  # from the memo fill_masks left
+    assert (bm == expected).all()
+
+
+def test_same_matcher_twice_and_numpy_indices():
+    vocab = get_vocab("smollm2")
+    matchers = _mid_document_matchers(get_compiled("json", "smollm2"), vocab, seed=7, n=3)
+    twice = [matchers[0], matchers[1], matchers[0], matchers[2]]
+    rows = np.array([3, 0, 1, 2])
+    expected = _one_by_one(twice, 4, rows.tolist())
+    got = allocate_bitmask(4, vocab.n_logits)
+    fill_masks(twice, got, rows, threads=2)
+    assert (got == expected).all()
+
+
+# The last "b" closes every "a" at once: with more than the kernel's 256 top states, the classes of
+# tokens that end it ("bc", "ba") are decided by the Python fallback, as in fill_mask.
+DEEP = 'start: x "c"?\nx: "a" x | "b"'
+
+
+def test_deep_stacks_fall_back_to_python(monkeypatch):
+    vocab = Vocabulary([b"a", b"b", b"c", b"ba", b"bc", b"ab", None], [6])
+    compiled = compile(Grammar.from_lark(DEEP), vocab, cache=False)
+    calls = []
+    original = Matcher._add_unknown_classes
+    monkeypatch.setattr(Matcher, "_add_unknown_classes",
+                        lambda self, row, stack, unknown: (calls.append(len(unknown)), original(self, row, stack, unknown)))
+    matchers = []
+    for depth in (3, 255, 300, 1000):
+        m = compiled.matcher()
+        for _ in range(depth):
+            m.advance(0)
+        matchers.append(m)
+    expected = _one_by_one(matchers, 4, [0, 1, 2, 3])
+    assert any(calls)
+    calls.clear()
+    got = allocate_bitmask(4, vocab.n_logits)
+    fill_masks(matchers, got, threads=2)
+    assert any(calls)
+    assert (got == expected).all()
+
+
+def test_empty_batch_and_padding_rows():
+    fill_masks([], np.zeros((0, 5), dtype=np.int32))
+    vocab = get_vocab("smollm2")
+    m = get_compiled("json", "smollm2").matcher()
+    bm = np.full((3, bitmask_words(vocab.n_logits)), 9, dtype=np.int32)
+    fill_masks([m], bm)
+    expected = allocate_bitmask(1, vocab.n_logits)
+    m.fill_mask(expected[0])
+    assert (bm[0] == expected[0]).all() and (bm[1:] == 9).all()
+
+
+def test_bad_input_raises_configuration_error():
+    vocab = get_vocab("smollm2")
+    compiled = get_compiled("json", "smollm2")
+    ms = [compiled.matcher() for _ in range(3)]
+    good = allocate_bitmask(3, vocab.n_logits)
+    bad = [
+        ((ms, allocate_bitmask(2, vocab.n_logits)), {}),          # fewer rows than matchers
+        ((ms, good[:, :-1]), {}),                                 # rows too narrow
+        ((ms, good.astype(np.int64)), {}),                        # not int32
+        ((ms, good[0]), {}),                                      # not 2-D
+        ((ms, good, [0, 1]), {}),                                 # one index short
+        ((ms, good, [0, 1, 3]), {}),                              # out of range
+        ((ms, good, [0, 1, -1]), {}),                             # out of range
+        ((ms, good, [0, 1, 1]), {}),                              # a row twice
+        ((ms, good), {"threads": 0}),
+        ((ms, good, [0, 1, 2.0]), {}),                            # not an int
+        ((ms, np.broadcast_to(good, good.shape)), {}),             # read-only
+    ]
+    for args, kwargs in bad:
+        with pytest.raises(ConfigurationError):
+            fill_masks(*args, **kwargs)
+    assert not good.any()
+
+
+
+def test_concurrent_callers_with_growing_pools():
+    compiled = get_compiled("json", "smollm2")
+    matchers = _mid_document_matchers(compiled, get_vocab("smollm2"), seed=5, n=12)
+    expected = _one_by_one(matchers, len(matchers), list(range(len(matchers))))
+    failures = []
+
+    def call(threads: int) -> None:
+        for _ in range(5):
+            got = np.zeros_like(expected)
+            try:
+                fill_masks([m.fork() for m in matchers], got, threads=threads)
+            except Exception as e:  # noqa: BLE001 - reported by the assertion below
+                failures.append(repr(e))
+            if not (got == expected).all():
+                failures.append(threads)
+
+    callers = [threading.Thread(target=call, args=(k,)) for k in (2, 3, 4, 5)]
+    for t in callers:
+        t.start()
+    for t in callers:
+        t.join()
+    assert failures == []
+
+
+def test_rows_equal_fill_mask_on_llama3():
+    compiled = get_compiled("json", "llama3")
+    matchers = _mid_document_matchers(compiled, get_vocab("llama3"), seed=11, n=24)
+    _check(matchers, threads=2, seed=12)

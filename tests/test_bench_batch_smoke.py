@@ -1,0 +1,30 @@
+"""Smoke test of bench/bench_batch.py: a few rows of the JSON case on the committed tokenizer, through
+its command line, with grammask and llguidance (when installed). No timing is asserted."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import sys
+from pathlib import Path
+
+BENCH_DIR = Path(__file__).resolve().parents[1] / "bench"
+sys.path.insert(0, str(BENCH_DIR))
+
+import bench_batch
+
+ENGINES = ["grammask"] + (["llguidance"] if importlib.util.find_spec("llguidance") else [])
+
+
+def test_batch_bench_runs_and_reports(tmp_path):
+    out = tmp_path / "batch.md"
+    argv = ["--tokenizer", "smollm2", "--cases", "json", "--engines", ",".join(ENGINES), "--rows", "6",
+            "--repeat", "1", "--out", str(out)]
+    assert bench_batch.main(argv) == 0
+    results = json.loads(out.with_suffix(".json").read_text())
+    rows = {(r["engine"], r["threads"]): r for r in results["rows"]}
+    assert set(rows) >= {("grammask", 1), ("grammask", 2), ("grammask", "fill_mask loop")}
+    assert all(r["check"] == "ok" and r["rows_per_s"] > 0 for r in rows.values())
+    assert 0 <= rows["grammask", 1]["gil_free"]
+    assert [b["bar"] for b in results["bars"]] == ["json: grammask 2 threads >= 1.7x 1 thread"]
+    assert "| json | grammask | 1 |" in out.read_text()
