@@ -5,6 +5,7 @@ from grammask.compiler import Compiler, clear_caches, compile
 from grammask.decoding import generate
 from grammask.errors import (
     BudgetError,
+    CompileTimeoutError,
     ConfigurationError,
     GrammarError,
     GrammaskError,
@@ -19,6 +20,7 @@ from grammask.vocab import Vocabulary
 __all__ = [
     "BudgetError",
     "CompiledGrammar",
+    "CompileTimeoutError",
     "Compiler",
     "ConfigurationError",
     "Grammar",

@@ -1,0 +1,81 @@
+"""Counted constraints never hang a compile: a compile deadline, and big counts refused before unrolling."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+from conftest import get_vocab
+
+import grammask as gm
+from grammask.errors import CompileTimeoutError, ConfigurationError, Deadline
+
+# Its DFA has 2**16 states (the 16th byte from the end must be an 'a'): seconds to build.
+SLOW = gm.Grammar.from_regex("(a|b)*a(a|b){15}")
+
+
+def _timed(call):
+    start = time.perf_counter()
+    try:
+        return call(), time.perf_counter() - start
+    except gm.GrammaskError as e:
+        return e, time.perf_counter() - start
+
+
+@pytest.mark.parametrize("where", ["compiler", "compile"])
+def test_a_long_compile_stops_at_its_timeout_naming_grammar_and_phase(where):
+    limit = 0.3
+    if where == "compiler":
+        compiler = gm.Compiler(get_vocab("smollm2"), cache=False, timeout=limit)
+        error, seconds = _timed(lambda: compiler.compile(SLOW))
+    else:
+        compiler = gm.Compiler(get_vocab("smollm2"), cache=False)
+        error, seconds = _timed(lambda: compiler.compile(SLOW, timeout=limit))
+    assert isinstance(error, CompileTimeoutError) and isinstance(error, gm.GrammarError)
+    assert seconds < limit + 1.5
+    assert error.grammar == "regex" and "lexer DFA" in error.phase and "'regex'" in str(error)
+
+
+def test_a_timeout_only_applies_where_the_compile_is_slow():
+    compiler = gm.Compiler(get_vocab("smollm2"), cache=False, timeout=60)
+    assert compiler.compile(gm.Grammar.from_regex("[a-z]{2,8}")).matcher() is not None
+
+
+def test_submit_passes_the_timeout():
+    compiler = gm.Compiler(get_vocab("smollm2"), cache=False)
+    with pytest.raises(CompileTimeoutError):
+        compiler.submit(SLOW, timeout=0.2).result(timeout=60)
+
+
+@pytest.mark.parametrize("timeout", [0, -1, "1", True])
+def test_a_bad_timeout_is_a_configuration_error(timeout):
+    with pytest.raises(ConfigurationError):
+        gm.Compiler(get_vocab("smollm2"), cache=False, timeout=timeout)
+    with pytest.raises(ConfigurationError):
+        gm.Compiler(get_vocab("smollm2"), cache=False).compile(SLOW, timeout=timeout)
+
+
+def test_deadline_without_limit_never_passes():
+    Deadline(None).check("anything")
+    with pytest.raises(CompileTimeoutError, match="stopped in here"):
+        expired = Deadline(1e-9, "g")
+        time.sleep(0.001)
+        expired.check("here")
+
+
+@pytest.mark.parametrize("pattern", ["a{1,100000}", "[a-z]{100000}", "x(ab|cd){2,100000}y", "(a{1,1000}){1,1000}", "(?:.{3}){400000,}"])
+def test_a_big_regex_count_is_refused_before_unrolling(pattern):
+    compiler = gm.Compiler(get_vocab("smollm2"), cache=False)
+    error, seconds = _timed(lambda: compiler.compile(gm.Grammar.from_regex(pattern)))
+    assert isinstance(error, gm.UnsupportedRegexError) and "counted repeat" in str(error)
+    assert seconds < 0.05
+
+
+def test_a_regex_count_within_the_bound_stays_exact():
+    compiled = gm.Compiler(get_vocab("smollm2"), cache=False).compile(gm.Grammar.from_regex("a{3,1000}"))
+    m = compiled.matcher()
+    for token in compiled.vocab.encode("a" * 1000):
+        m.advance(token)
+    assert m.is_accepting()
+    with pytest.raises(gm.TokenRejectedError):
+        m.advance(compiled.vocab.encode("a")[0])
