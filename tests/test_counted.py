@@ -79,3 +79,61 @@ def test_a_regex_count_within_the_bound_stays_exact():
     assert m.is_accepting()
     with pytest.raises(gm.TokenRejectedError):
         m.advance(compiled.vocab.encode("a")[0])
+
+
+HUGE = 10**6
+
+
+@pytest.mark.parametrize(
+    ("schema", "keyword", "pointer"),
+    [
+        ({"type": "string", "maxLength": HUGE}, "maxLength", "/maxLength"),
+        ({"type": "string", "minLength": HUGE}, "minLength", "/minLength"),
+        ({"properties": {"s": {"type": "string", "minLength": 1, "maxLength": 10000}}}, "maxLength", "/properties/s/maxLength"),
+        ({"type": "string", "pattern": "^[a-z]{1,100000}$"}, "pattern", "/pattern"),
+        ({"type": "string", "format": "email", "pattern": "^(ab){2,50000}"}, "pattern", "/pattern"),
+        ({"patternProperties": {"^x{100000}$": {}}}, "patternProperties", "/patternProperties/^x{100000}$"),
+        ({"type": "array", "maxItems": HUGE}, "maxItems", "/maxItems"),
+        ({"type": "array", "minItems": HUGE}, "minItems", "/minItems"),
+    ],
+)
+def test_a_big_schema_count_is_refused_fast_naming_keyword_value_and_pointer(schema, keyword, pointer):
+    error, seconds = _timed(lambda: gm.Grammar.from_json_schema(schema))
+    assert isinstance(error, gm.UnsupportedSchemaError), error
+    assert f"'{keyword}' at {pointer}:" in str(error) and "0000" in str(error)
+    assert seconds < 0.5
+    with pytest.warns(UserWarning, match=keyword):
+        grammar, seconds = _timed(lambda: gm.Grammar.from_json_schema(schema, strict=False))
+    assert isinstance(grammar, gm.Grammar) and any(keyword in note for note in grammar.notes)
+    assert seconds < 0.5
+
+
+def test_a_max_length_of_a_million_is_refused_in_milliseconds():
+    error, seconds = _timed(lambda: gm.Grammar.from_json_schema({"type": "string", "maxLength": HUGE}))
+    assert isinstance(error, gm.UnsupportedSchemaError) and seconds < 0.05
+
+
+def test_dropping_a_big_max_length_keeps_the_min_length():
+    with pytest.warns(UserWarning):
+        grammar = gm.Grammar.from_json_schema({"type": "string", "minLength": 2, "maxLength": HUGE}, strict=False)
+    compiled = gm.Compiler(get_vocab("smollm2"), cache=False).compile(grammar)
+    m = compiled.matcher()
+    for token in compiled.vocab.encode('"a'):
+        m.advance(token)
+    with pytest.raises(gm.TokenRejectedError):
+        m.advance(compiled.vocab.encode('"')[0])
+
+
+def test_a_small_string_count_stays_exact():
+    compiled = gm.Compiler(get_vocab("smollm2"), cache=False).compile(
+        gm.Grammar.from_json_schema({"type": "string", "minLength": 2, "maxLength": 30})
+    )
+    for text, ok in [('"' + "x" * 30 + '"', True), ('"' + "é" * 30 + '"', True), ('"x"', False), ('"' + "x" * 31 + '"', False)]:
+        m = compiled.matcher()
+        try:
+            for token in compiled.vocab.encode(text):
+                m.advance(token)
+            accepted = m.is_accepting()
+        except gm.TokenRejectedError:
+            accepted = False
+        assert accepted is ok, text
