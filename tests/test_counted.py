@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import time
 
+import numpy as np
 import pytest
 from conftest import get_vocab
 
@@ -137,3 +138,24 @@ def test_a_small_string_count_stays_exact():
         except gm.TokenRejectedError:
             accepted = False
         assert accepted is ok, text
+
+
+@pytest.mark.parametrize(
+    "pattern", ["a{1,2000}", "(a|b)*a(a|b){5}", "(ab){2,5}(c|d)*e?", "x{3}(y{2,4}|z+){1,3}", "[a-c]{0,7}[b-d]{2}", "(a|bc)*c{4,}"]
+)
+def test_minimization_from_remaining_lengths_finds_the_same_partition(pattern):
+    from grammask.automata import dfa as dfa_module
+    from grammask.automata.regex import compile_regex
+    from grammask.errors import NO_DEADLINE
+
+    trans, accepts = dfa_module._determinize([compile_regex(pattern)], NO_DEADLINE)
+    columns, _ = dfa_module._byte_classes(trans)
+    columns, accepts = dfa_module._restrict(columns, accepts, dfa_module._live_states(columns, accepts))
+    sink = len(accepts)
+    table = np.vstack([np.where(columns < 0, sink, columns), np.full((1, columns.shape[1]), sink)])
+    ids: dict = {}
+    by_accepts = np.array([ids.setdefault(a, len(ids)) for a in [*accepts, None]], dtype=np.int64)
+    plain = dfa_module._coarsest_stable_partition(by_accepts, table, NO_DEADLINE)
+    block, _ = dfa_module._minimize(columns, accepts, NO_DEADLINE)
+    assert len(set(plain.tolist())) == len(set(block.tolist())) + 1  # + the sink
+    assert all((plain[i] == plain[j]) == (block[i] == block[j]) for i in range(sink) for j in range(0, sink, 7))

@@ -225,9 +225,12 @@ def _minimize(columns: np.ndarray, accepts: list[frozenset[int]], deadline: Dead
     """Merge equivalent states: each state's block, and the block transition table (-1: none)."""
     sink = len(accepts)  # stands for "no transition"; every trimmed state differs from it
     table = np.vstack([np.where(columns < 0, sink, columns), np.full((1, columns.shape[1]), sink)])
-    initial: dict[frozenset[int] | None, int] = {}
-    by_accepts = np.array([initial.setdefault(a, len(initial)) for a in [*accepts, None]], dtype=np.int64)
-    block = _coarsest_stable_partition(by_accepts, table, deadline)
+    shortest, longest = _remaining_lengths(columns, accepts)
+    initial: dict[tuple | None, int] = {}
+    keys = [*zip(accepts, shortest, longest), None]
+    block = _coarsest_stable_partition(
+        np.array([initial.setdefault(k, len(initial)) for k in keys], dtype=np.int64), table, deadline
+    )
     # The sink is alone in its block: renumber the others 0.. and let the sink's block read -1.
     sink_block = block[sink]
     block = np.where(block > sink_block, block - 1, block)
@@ -236,6 +239,43 @@ def _minimize(columns: np.ndarray, accepts: list[frozenset[int]], deadline: Dead
     representative = np.empty(n_blocks, dtype=np.int64)
     representative[block[:sink]] = np.arange(sink)
     return block[:sink], block[table[representative]]
+
+
+def _remaining_lengths(columns: np.ndarray, accepts: list[frozenset[int]]) -> tuple[list[int], list[int]]:
+    """Each (trimmed) state's shortest and longest accepted continuation, in bytes (-1: unbounded).
+
+    Both depend only on the state's residual language, so equivalent states agree on them:
+    minimization may start from the partition they refine. On a counted repeat, a chain of
+    states, this saves one refinement round per state of the chain.
+    """
+    indptr, targets = _successors(columns)
+    indptr, targets = indptr.tolist(), targets.tolist()
+    n = len(accepts)
+    preds: list[list[int]] = [[] for _ in range(n)]
+    for s in range(n):
+        for t in targets[indptr[s] : indptr[s + 1]]:
+            preds[t].append(s)
+    shortest = [0 if a else -1 for a in accepts]
+    frontier = [s for s in range(n) if accepts[s]]
+    while frontier:  # breadth-first backwards from the accepting states
+        following = []
+        for t in frontier:
+            for s in preds[t]:
+                if shortest[s] < 0:
+                    shortest[s] = shortest[t] + 1
+                    following.append(s)
+        frontier = following
+    longest = [0 if a else -1 for a in accepts]
+    waiting = [indptr[s + 1] - indptr[s] for s in range(n)]  # successors not yet settled
+    settled = [s for s in range(n) if waiting[s] == 0]
+    for t in settled:  # peel from the states without successors; states left over reach a cycle
+        for s in preds[t]:
+            longest[s] = max(longest[s], longest[t] + 1)
+            waiting[s] -= 1
+            if waiting[s] == 0:
+                settled.append(s)
+    unbounded = set(range(n)).difference(settled)
+    return shortest, [-1 if s in unbounded else length for s, length in enumerate(longest)]
 
 
 def _bfs_order(columns: np.ndarray, start: int) -> list[int]:
