@@ -159,3 +159,18 @@ def test_minimization_from_remaining_lengths_finds_the_same_partition(pattern):
     block, _ = dfa_module._minimize(columns, accepts, NO_DEADLINE)
     assert len(set(plain.tolist())) == len(set(block.tolist())) + 1  # + the sink
     assert all((plain[i] == plain[j]) == (block[i] == block[j]) for i in range(sink) for j in range(0, sink, 7))
+
+
+# A string language whose regex, by state elimination, is exponentially large: seconds to build.
+SLOW_SCHEMA = {"type": "string", "pattern": "^[ab]*a[ab]{7}$", "not": {"pattern": "^[ab]*b[ab]{6}$"}}
+
+
+def test_the_json_schema_front_end_stops_at_its_timeout():
+    error, seconds = _timed(lambda: gm.Grammar.from_json_schema(SLOW_SCHEMA, timeout=0.3))
+    assert isinstance(error, CompileTimeoutError), error
+    assert seconds < 0.3 + 1.5 and "JSON Schema" in error.phase and error.grammar == "json_schema"
+
+
+def test_the_json_schema_timeout_is_checked():
+    with pytest.raises(ConfigurationError):
+        gm.Grammar.from_json_schema({"type": "string"}, timeout=0)

@@ -137,6 +137,7 @@ class Emitter:
 
     def value(self, node: Node, layout: Layout) -> str:
         """The nonterminal for values matching ``node`` at ``layout``."""
+        self.reader.deadline.check("the JSON Schema rules")
         if self.reader.is_anything(node):
             return self.any_value(layout)
         key = (_shape_key(self.reader.shape(node)), layout)
@@ -320,8 +321,8 @@ class Emitter:
         ignored = self.punct.ignored()
         while True:
             self.drain()
-            self.strings.close()
-            self.numbers.close()
+            self.strings.close(self.reader.deadline)
+            self.numbers.close(self.reader.deadline)
             extra_rules = self._fill_extras()
             if not self._pending and self.strings.closed and self.numbers.closed:
                 break
@@ -362,7 +363,7 @@ class Emitter:
     def _family_terminals(self) -> list[Terminal]:
         out = []
         for key in self.strings.terminal_members():
-            pattern, literal = self.strings.members[key].lexeme()
+            pattern, literal = self.strings.members[key].lexeme(self.reader.deadline)
             out.append(Terminal(self.string_terminal(key), pattern, literal=literal, priority=self.strings.priority(key)))
         for key in self.numbers.terminal_members():
             numbers = self.numbers.members[key]

@@ -12,6 +12,8 @@ from __future__ import annotations
 
 from typing import Protocol
 
+from grammask.errors import NO_DEADLINE, Deadline
+
 
 class Language(Protocol):
     key: tuple
@@ -44,13 +46,17 @@ class Family:
             self._subset[(a, b)] = found
         return found
 
-    def close(self) -> None:
-        """Add the intersection of every two overlapping members neither of which contains the other."""
+    def close(self, deadline: Deadline = NO_DEADLINE) -> None:
+        """Add the intersection of every two overlapping members neither of which contains the other.
+
+        Raises :class:`~grammask.errors.CompileTimeoutError` once ``deadline`` has passed.
+        """
         pending = list(self.members)
         done: list[tuple] = []
         while pending:
             a = pending.pop()
             for b in done:
+                deadline.check("the overlaps of the JSON Schema's languages")
                 if self.subset(a, b) or self.subset(b, a):
                     continue
                 both = self.members[a].intersect(self.members[b])

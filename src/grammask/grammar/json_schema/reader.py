@@ -17,7 +17,7 @@ from referencing import Registry, Resource
 from referencing.exceptions import Unresolvable
 from referencing.jsonschema import DRAFT202012
 
-from grammask.errors import UnsupportedRegexError, UnsupportedSchemaError
+from grammask.errors import NO_DEADLINE, Deadline, UnsupportedRegexError, UnsupportedSchemaError
 from grammask.grammar.json_schema.counted import MAX_UNROLLED_STATES, largest_repeat, length_states
 from grammask.grammar.json_schema.formats import FORMATS, UNENFORCEABLE, format_language
 from grammask.grammar.json_schema.numbers import NumberSet
@@ -99,10 +99,15 @@ class _Entry:
 
 
 class SchemaReader:
-    """Reads the schemas of one document into shapes, memoized by node."""
+    """Reads the schemas of one document into shapes, memoized by node.
 
-    def __init__(self, root: object, issues: Issues):
+    ``deadline`` is checked as each shape is read and combined (raises
+    :class:`~grammask.errors.CompileTimeoutError` once it has passed).
+    """
+
+    def __init__(self, root: object, issues: Issues, deadline: Deadline = NO_DEADLINE):
         self.issues = issues
+        self.deadline = deadline
         self.entries: list[_Entry] = []
         self._index: dict[int, int] = {}
         self._shapes: dict[Node, Shape] = {}
@@ -142,6 +147,7 @@ class SchemaReader:
         if found is None:
             found = Shape.anything()
             for i in sorted(node):
+                self.deadline.check("the JSON Schema shapes")
                 found = found.intersect(self._schema_shape(i))
             self._shapes[node] = found
         return found
@@ -510,6 +516,7 @@ class _KeywordReader:
                 only = branch
                 for j, c in enumerate(complements):
                     if j != i:
+                        self.reader.deadline.check("the JSON Schema shapes")
                         only = only.intersect(c)
                 shape = shape.union(only)
             return shape
@@ -597,6 +604,7 @@ def _object_complement(objects: tuple[ObjectShape, ...], reader: SchemaReader) -
 
 def _may_overlap(shape: Shape, reader: SchemaReader) -> bool:
     """Whether the shape might admit a value (exact for scalars, conservative for structures)."""
+    reader.deadline.check("the JSON Schema shapes")
     if shape.null or shape.booleans or not shape.numbers.is_empty() or shape.strings:
         return True
     if any(_array_possible(a, reader) for a in shape.arrays):

@@ -29,6 +29,7 @@ from grammask.grammar.json_schema.digits import (
     hex_digit,
     render_sequences,
 )
+from grammask.errors import NO_DEADLINE, Deadline
 from grammask.grammar.regex_frontend import NOTHING, concat, render_ranges, render_regex
 
 _RAW = difference(normalize([(0x20, 0x21), (0x23, 0x5B), (0x5D, 0x10FFFF)]), ((0xD800, 0xDFFF),))
@@ -196,13 +197,19 @@ class StringSet:
     def overlaps(self, other: StringSet) -> bool:
         return not self.intersect(other).is_empty()
 
-    def lexeme(self) -> tuple[str, str | None]:
-        """The JSON-literal regex of the set and, when the set has one spelling only, that spelling."""
+    def lexeme(self, deadline: Deadline = NO_DEADLINE) -> tuple[str, str | None]:
+        """The JSON-literal regex of the set and, when the set has one spelling only, that spelling.
+
+        Raises :class:`~grammask.errors.CompileTimeoutError` once ``deadline`` has passed while the
+        set's automaton is turned into a regex.
+        """
         if self.kind == "all":
             return ANY_STRING_PATTERN, None
         if self.kind == "literal" and all(0x20 <= ord(c) <= 0x7E and c != "/" for c in self.text):
             spelled = json.dumps(self.text)
             return re.escape(spelled), spelled
+        if self.kind == "regular" and self._node is None:
+            self._node = dfa_to_ast(self.dfa, deadline)
         node = self.node
         body = render_regex(node, json_char_atom)
         return '"' + (f"(?:{body})" if isinstance(node, Alt) else body) + '"', None
