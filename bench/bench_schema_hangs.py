@@ -1,8 +1,8 @@
 """No hangs: every MaskBench schema (JSONSchemaBench) compiles in <= 2 s or is refused with a clear error in <= 2 s.
 
 Each schema of a sample (fixed seed) is built (``Grammar.from_json_schema``, strict) and compiled
-cold for the tokenizer in one worker process (a pool of 1) with a compile timeout of what is left
-of the fast limit (less a 0.1 s margin); the worker is killed and restarted where a schema runs past the wall limit.
+cold for the tokenizer in one worker process (a pool of 1), the front end with a timeout of the
+fast limit less a 0.1 s margin and the compile with what is left of it; the worker is killed and restarted where a schema runs past the wall limit.
 Outcomes: ``compiled`` and ``refused`` (a grammask error: unsupported keyword, size bound or
 compile timeout) within the fast limit, ``slow`` (either, later), ``killed`` (past the wall limit),
 ``crashed`` (an exception that is no grammask error, or a dead worker).
@@ -67,7 +67,7 @@ def worker(conn, tokenizer: str, fast_s: float) -> None:
         schema = conn.recv()
         start = time.perf_counter()
         try:
-            grammar = gm.Grammar.from_json_schema(schema)
+            grammar = gm.Grammar.from_json_schema(schema, timeout=fast_s - MARGIN_S)
             compiler.compile(grammar, timeout=max(fast_s - MARGIN_S - (time.perf_counter() - start), 0.05))
             result = ("compiled", "")
         except gm.GrammaskError as e:
