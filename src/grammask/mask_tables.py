@@ -101,9 +101,7 @@ def build_front(grammar: Grammar, deadline: Deadline | None = None) -> tuple[Lex
     """
     lexer = build_lexer(grammar, deadline)
     names, mapping = parser_terminal_map(grammar, lexer)
-    if deadline is not None:
-        deadline.check("the parse tables")
-    tables = build_parse_tables(grammar, names)
+    tables = build_parse_tables(grammar, names, deadline)
     return lexer, tables, mapping
 
 

@@ -12,7 +12,7 @@ from lark.grammar import Rule as LarkRule
 from lark.grammar import Terminal as LarkTerminal
 from lark.parsers.lalr_analysis import LALR_Analyzer, Shift
 
-from grammask.errors import EmptyLanguageError, GrammarConflictError
+from grammask.errors import NO_DEADLINE, Deadline, EmptyLanguageError, GrammarConflictError
 from grammask.grammar.ir import Grammar
 
 END = "$END"
@@ -65,8 +65,14 @@ class ParseTables:
         return self.action.shape[0]
 
 
-def build_parse_tables(grammar: Grammar, parser_terminals: tuple[str, ...]) -> ParseTables:
-    """LALR(1) tables over ``parser_terminals`` (the grammar's non-ignored terminals, in lexer order)."""
+def build_parse_tables(grammar: Grammar, parser_terminals: tuple[str, ...], deadline: Deadline | None = None) -> ParseTables:
+    """LALR(1) tables over ``parser_terminals`` (the grammar's non-ignored terminals, in lexer order).
+
+    Raises :class:`~grammask.errors.GrammarConflictError` for a grammar that is not LALR(1) and
+    :class:`~grammask.errors.CompileTimeoutError` once ``deadline`` (None: no limit) has passed
+    (checked between the steps of the LALR construction).
+    """
+    deadline = deadline or NO_DEADLINE
     _check_nonempty(grammar, set(parser_terminals))
     nonterminals = grammar.nonterminals
     lark_rules = []
@@ -74,8 +80,11 @@ def build_parse_tables(grammar: Grammar, parser_terminals: tuple[str, ...]) -> P
         expansion = [LarkTerminal(s) if s in set(parser_terminals) else LarkNonTerminal(s) for s in rule.rhs]
         lark_rules.append(LarkRule(LarkNonTerminal(rule.lhs), expansion, order=order))
     analyzer = LALR_Analyzer(ParserConf(lark_rules, {}, [grammar.start]), debug=True, strict=False)
-    try:
-        analyzer.compute_lalr()
+    try:  # the steps of analyzer.compute_lalr(), with the deadline between them
+        for step in (analyzer.compute_lr0_states, analyzer.compute_reads_relations, analyzer.compute_includes_lookback,
+                     analyzer.compute_lookaheads, analyzer.compute_lalr1_states):
+            deadline.check("the parse tables")
+            step()
     except lark_exc.GrammarError as e:
         raise GrammarConflictError(f"grammar is not LALR(1): {e}") from None
     _check_shift_reduce(analyzer)
