@@ -111,8 +111,8 @@ class Emitter:
         self.property_order = options.property_order
         self.allow_implicit = options.additional_properties
         self.rules: list[Rule] = []
-        self.strings = Family()
-        self.numbers = Family()
+        self.strings = Family(reader.deadline)
+        self.numbers = Family(reader.deadline)
         self.strings.add(StringSet.everything())
         self._values: dict[tuple, str] = {}
         self._pending: list[tuple[Node, Layout, str]] = []
@@ -321,8 +321,8 @@ class Emitter:
         ignored = self.punct.ignored()
         while True:
             self.drain()
-            self.strings.close(self.reader.deadline)
-            self.numbers.close(self.reader.deadline)
+            self.strings.close()
+            self.numbers.close()
             extra_rules = self._fill_extras()
             if not self._pending and self.strings.closed and self.numbers.closed:
                 break

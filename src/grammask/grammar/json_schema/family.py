@@ -26,9 +26,14 @@ class Language(Protocol):
 
 
 class Family:
-    """Languages keyed by :attr:`Language.key`, closed under intersection by :meth:`close`."""
+    """Languages keyed by :attr:`Language.key`, closed under intersection by :meth:`close`.
 
-    def __init__(self) -> None:
+    ``deadline`` is checked before each pair of languages is compared or intersected (raises
+    :class:`~grammask.errors.CompileTimeoutError` once it has passed).
+    """
+
+    def __init__(self, deadline: Deadline = NO_DEADLINE) -> None:
+        self.deadline = deadline
         self.members: dict[tuple, Language] = {}
         self._subset: dict[tuple[tuple, tuple], bool] = {}
         self.closed = True
@@ -42,21 +47,19 @@ class Family:
     def subset(self, a: tuple, b: tuple) -> bool:
         found = self._subset.get((a, b))
         if found is None:
+            self.deadline.check("the overlaps of the JSON Schema's languages")
             found = a == b or self.members[a].is_subset(self.members[b])
             self._subset[(a, b)] = found
         return found
 
-    def close(self, deadline: Deadline = NO_DEADLINE) -> None:
-        """Add the intersection of every two overlapping members neither of which contains the other.
-
-        Raises :class:`~grammask.errors.CompileTimeoutError` once ``deadline`` has passed.
-        """
+    def close(self) -> None:
+        """Add the intersection of every two overlapping members neither of which contains the other."""
         pending = list(self.members)
         done: list[tuple] = []
         while pending:
             a = pending.pop()
             for b in done:
-                deadline.check("the overlaps of the JSON Schema's languages")
+                self.deadline.check("the overlaps of the JSON Schema's languages")
                 if self.subset(a, b) or self.subset(b, a):
                     continue
                 both = self.members[a].intersect(self.members[b])

@@ -148,7 +148,7 @@ class SchemaReader:
             found = Shape.anything()
             for i in sorted(node):
                 self.deadline.check("the JSON Schema shapes")
-                found = found.intersect(self._schema_shape(i))
+                found = found.intersect(self._schema_shape(i), self.deadline)
             self._shapes[node] = found
         return found
 
@@ -251,11 +251,11 @@ class _KeywordReader:
         if "$ref" in schema:
             shape = shape.intersect(self._ref())
         for i, member in enumerate(schema.get("allOf", ())):
-            shape = shape.intersect(self.reader.shape(self.sub(member, "allOf", i)))
+            shape = shape.intersect(self.reader.shape(self.sub(member, "allOf", i)), self.reader.deadline)
         if "anyOf" in schema:
             shape = shape.intersect(self._union("anyOf"))
         if "oneOf" in schema:
-            shape = shape.intersect(self._one_of(shape))
+            shape = shape.intersect(self._one_of(shape), self.reader.deadline)
         for keyword in ("dependentRequired", "dependentSchemas"):
             if schema.get(keyword):
                 shape = shape.intersect(self._dependencies(keyword))
@@ -505,9 +505,9 @@ class _KeywordReader:
     def _one_of(self, context: Shape) -> Shape:
         """Exactly one branch: exact where the branches' complements are expressible, else
         ``anyOf`` where the branches (within what the rest of the schema admits) are disjoint."""
-        branches = [context.intersect(b) for b in self._branches("oneOf")]
+        branches = [context.intersect(b, self.reader.deadline) for b in self._branches("oneOf")]
         overlapping = any(
-            _may_overlap(a.intersect(b), self.reader) for i, a in enumerate(branches) for b in branches[i + 1 :]
+            _may_overlap(a.intersect(b, self.reader.deadline), self.reader) for i, a in enumerate(branches) for b in branches[i + 1 :]
         )
         complements = [self._complement(b, "oneOf", report=False) for b in branches] if overlapping else []
         if overlapping and all(c is not None for c in complements):
@@ -517,7 +517,7 @@ class _KeywordReader:
                 for j, c in enumerate(complements):
                     if j != i:
                         self.reader.deadline.check("the JSON Schema shapes")
-                        only = only.intersect(c)
+                        only = only.intersect(c, self.reader.deadline)
                 shape = shape.union(only)
             return shape
         if overlapping:
