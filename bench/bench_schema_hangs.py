@@ -153,8 +153,8 @@ def _reason(error: str) -> str:
 def markdown(summary: dict) -> str:
     """The summary as a short Markdown report."""
     lines = [
-        f"# MaskBench hangs: {summary['sample']} of {summary['schemas_in_maskbench']} schemas "
-        f"(seed {summary['seed']}, {summary['tokenizer']}, fast <= {summary['fast_s']:g} s, wall {summary['wall_s']:g} s)",
+        (f"# MaskBench hangs: {summary['sample']} of {summary['schemas_in_maskbench']} schemas "
+         f"(seed {summary['seed']}, {summary['tokenizer']}, fast <= {summary['fast_s']:g} s, wall {summary['wall_s']:g} s)"),
         "",
         "| outcome | schemas |", "| --- | --- |",
         *(f"| {o} | {n} |" for o, n in summary["counts"].items()),

@@ -19,8 +19,8 @@ from grammask.vocab import Vocabulary
 
 __all__ = [
     "BudgetError",
-    "CompiledGrammar",
     "CompileTimeoutError",
+    "CompiledGrammar",
     "Compiler",
     "ConfigurationError",
     "Grammar",

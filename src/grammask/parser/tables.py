@@ -12,7 +12,12 @@ from lark.grammar import Rule as LarkRule
 from lark.grammar import Terminal as LarkTerminal
 from lark.parsers.lalr_analysis import LALR_Analyzer, Shift
 
-from grammask.errors import NO_DEADLINE, Deadline, EmptyLanguageError, GrammarConflictError
+from grammask.errors import (
+    NO_DEADLINE,
+    Deadline,
+    EmptyLanguageError,
+    GrammarConflictError,
+)
 from grammask.grammar.ir import Grammar
 
 END = "$END"

@@ -14,7 +14,12 @@ import json
 
 from lark.exceptions import GrammarError as LarkGrammarError
 
-from grammask.errors import ConfigurationError, Deadline, GrammarError, UnsupportedSchemaError
+from grammask.errors import (
+    ConfigurationError,
+    Deadline,
+    GrammarError,
+    UnsupportedSchemaError,
+)
 from grammask.grammar.ir import Grammar
 from grammask.grammar.json_schema.emit import Emitter
 from grammask.grammar.json_schema.options import SchemaOptions

@@ -12,7 +12,15 @@ from __future__ import annotations
 
 from functools import lru_cache
 
-from grammask.automata.regex import MAX_UNROLLED_STATES, Alt, Chars, Concat, Node, Repeat, compile_regex
+from grammask.automata.regex import (
+    MAX_UNROLLED_STATES,
+    Alt,
+    Chars,
+    Concat,
+    Node,
+    Repeat,
+    compile_regex,
+)
 from grammask.automata.utf8 import SCALARS, CodeRanges
 from grammask.grammar.json_schema.strings import json_char_atom
 

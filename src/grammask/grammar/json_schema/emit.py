@@ -10,7 +10,11 @@ from grammask.grammar.ir import Rule, Terminal
 from grammask.grammar.json_schema.family import Family
 from grammask.grammar.json_schema.numbers import NumberSet
 from grammask.grammar.json_schema.options import SchemaOptions
-from grammask.grammar.json_schema.reader import MAX_ANY_ORDER, MAX_COUNTED_ITEMS, SchemaReader
+from grammask.grammar.json_schema.reader import (
+    MAX_ANY_ORDER,
+    MAX_COUNTED_ITEMS,
+    SchemaReader,
+)
 from grammask.grammar.json_schema.shapes import (
     ArrayShape,
     ExtraRule,

@@ -17,8 +17,17 @@ from referencing import Registry, Resource
 from referencing.exceptions import Unresolvable
 from referencing.jsonschema import DRAFT202012
 
-from grammask.errors import NO_DEADLINE, Deadline, UnsupportedRegexError, UnsupportedSchemaError
-from grammask.grammar.json_schema.counted import MAX_UNROLLED_STATES, largest_repeat, length_states
+from grammask.errors import (
+    NO_DEADLINE,
+    Deadline,
+    UnsupportedRegexError,
+    UnsupportedSchemaError,
+)
+from grammask.grammar.json_schema.counted import (
+    MAX_UNROLLED_STATES,
+    largest_repeat,
+    length_states,
+)
 from grammask.grammar.json_schema.formats import FORMATS, UNENFORCEABLE, format_language
 from grammask.grammar.json_schema.numbers import NumberSet
 from grammask.grammar.json_schema.shapes import (
