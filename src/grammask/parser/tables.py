@@ -78,12 +78,14 @@ def build_parse_tables(grammar: Grammar, parser_terminals: tuple[str, ...], dead
     (checked between the steps of the LALR construction).
     """
     deadline = deadline or NO_DEADLINE
-    _check_nonempty(grammar, set(parser_terminals))
+    is_terminal = set(parser_terminals)
+    _check_nonempty(grammar, is_terminal)
     nonterminals = grammar.nonterminals
     lark_rules = []
     for order, rule in enumerate(grammar.rules):
-        expansion = [LarkTerminal(s) if s in set(parser_terminals) else LarkNonTerminal(s) for s in rule.rhs]
+        expansion = [LarkTerminal(s) if s in is_terminal else LarkNonTerminal(s) for s in rule.rhs]
         lark_rules.append(LarkRule(LarkNonTerminal(rule.lhs), expansion, order=order))
+    deadline.check("the parse tables")
     analyzer = LALR_Analyzer(ParserConf(lark_rules, {}, [grammar.start]), debug=True, strict=False)
     try:  # the steps of analyzer.compute_lalr(), with the deadline between them
         for step in (analyzer.compute_lr0_states, analyzer.compute_reads_relations, analyzer.compute_includes_lookback,
@@ -95,7 +97,7 @@ def build_parse_tables(grammar: Grammar, parser_terminals: tuple[str, ...], dead
     _check_shift_reduce(analyzer)
 
     table = analyzer.parse_table
-    states = _canonical_order(table, [*parser_terminals, END, *nonterminals], table.start_states[grammar.start])
+    states = _canonical_order(table, [*parser_terminals, END, *nonterminals], table.start_states[grammar.start], deadline)
     state_id = {s: i for i, s in enumerate(states)}
     term_id = {t: i for i, t in enumerate(parser_terminals)}
     term_id[END] = len(parser_terminals)
@@ -133,21 +135,22 @@ def build_parse_tables(grammar: Grammar, parser_terminals: tuple[str, ...], dead
     )
 
 
-def _canonical_order(table, symbols: list[str], start) -> list:
+def _canonical_order(table, symbols: list[str], start, deadline: Deadline) -> list:
     """The LR states in breadth-first order from the start over symbols in a fixed order.
 
     Lark's state objects are sets whose iteration order varies between builds; numbering them
     this way makes compiled tables (and so cache files) identical from run to run.
     """
+    rank = {sym: i for i, sym in enumerate(symbols)}
     order = [start]
     seen = {start}
     for state in order:
-        acts = table.states[state]
-        for sym in symbols:
-            act = acts.get(sym)
-            if act is not None and act[0] is Shift and act[1] not in seen:
-                seen.add(act[1])
-                order.append(act[1])
+        deadline.check("the parse tables")
+        shifts = sorted((rank[sym], act[1]) for sym, act in table.states[state].items() if act[0] is Shift and sym in rank)
+        for _, target in shifts:
+            if target not in seen:
+                seen.add(target)
+                order.append(target)
     order.extend(s for s in table.states if s not in seen)
     return order
 
