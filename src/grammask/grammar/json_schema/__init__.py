@@ -24,7 +24,7 @@ from grammask.grammar.ir import Grammar
 from grammask.grammar.json_schema.emit import Emitter
 from grammask.grammar.json_schema.options import SchemaOptions
 from grammask.grammar.json_schema.reader import Issues, SchemaReader
-from grammask.grammar.lark_export import lark_parser
+from grammask.grammar.lark_export import check_lalr
 
 __all__ = ["SchemaOptions", "grammar_from_json_schema"]
 
@@ -66,7 +66,7 @@ def grammar_from_json_schema(
     terminals, rules, ignored = emitter.finish(frozenset({reader.root}))
     grammar = Grammar(terminals, rules, "start", ignored, name=name, notes=tuple(issues.notes))
     if emitter.unions:
-        _check_lalr(grammar, emitter.unions)
+        _check_lalr(grammar, emitter.unions, reader.deadline)
     return grammar
 
 
@@ -77,10 +77,10 @@ def _check_timeout(timeout: float | None) -> float | None:
     return timeout
 
 
-def _check_lalr(grammar: Grammar, unions: list[str]) -> None:
+def _check_lalr(grammar: Grammar, unions: list[str], deadline: Deadline) -> None:
     """Raise a schema-level error where alternatives of several objects or arrays conflict."""
     try:
-        lark_parser(grammar, strict=True)
+        check_lalr(grammar, deadline)
     except LarkGrammarError as e:
         where = ", ".join(dict.fromkeys(unions))
         raise UnsupportedSchemaError(
