@@ -5,6 +5,7 @@ from grammask.compiler import Compiler, clear_caches, compile
 from grammask.decoding import generate
 from grammask.errors import (
     BudgetError,
+    CompileTimeoutError,
     ConfigurationError,
     GrammarError,
     GrammaskError,
@@ -18,6 +19,7 @@ from grammask.vocab import Vocabulary
 
 __all__ = [
     "BudgetError",
+    "CompileTimeoutError",
     "CompiledGrammar",
     "Compiler",
     "ConfigurationError",

@@ -19,7 +19,7 @@ from pathlib import Path
 from grammask.cache import DiskCache
 from grammask.compiled import CompiledGrammar, CompileStats
 from grammask.engine import Engine
-from grammask.errors import ConfigurationError
+from grammask.errors import ConfigurationError, Deadline
 from grammask.fetch import cache_dir
 from grammask.grammar.ir import Grammar
 from grammask.mask_tables import FORMAT_VERSION, build_front, build_mask_tables
@@ -33,12 +33,18 @@ class Compiler:
     ``cache``: True keeps compiled grammars in the user cache directory (``$GRAMMASK_CACHE`` or
     ``~/.cache/grammask``), a path in that directory, False on no disk. ``max_memory``: how many
     compiled grammars stay in memory (least recently used first out). ``threads``: workers of
-    :meth:`submit`. Thread-safe. Raises :class:`~grammask.errors.ConfigurationError` for a bad argument.
+    :meth:`submit`. ``timeout``: the seconds a compile may take (None: no limit), unless
+    :meth:`compile` is given its own. Thread-safe. Raises :class:`~grammask.errors.ConfigurationError`
+    for a bad argument.
     """
 
-    def __init__(self, vocab: Vocabulary, *, cache: bool | str | Path = True, max_memory: int = 64, threads: int = 1):
+    def __init__(
+        self, vocab: Vocabulary, *, cache: bool | str | Path = True, max_memory: int = 64, threads: int = 1,
+        timeout: float | None = None,
+    ):
         if max_memory < 0 or threads < 1:
             raise ConfigurationError(f"max_memory must be >= 0 and threads >= 1, not {max_memory} and {threads}")
+        self.timeout = _check_timeout(timeout)
         self.vocab = vocab
         self._disk = DiskCache(_cache_folder(cache))
         self._max_memory = max_memory
@@ -48,12 +54,17 @@ class Compiler:
         self._threads = threads
         self._pool: ThreadPoolExecutor | None = None
 
-    def compile(self, grammar: Grammar) -> CompiledGrammar:
+    def compile(self, grammar: Grammar, timeout: float | None = None) -> CompiledGrammar:
         """``grammar`` compiled for this compiler's vocabulary (from memory or disk when cached).
 
+        ``timeout``: the seconds this compile may take (None: the compiler's ``timeout``).
         Raises the :class:`~grammask.errors.GrammarError` subclasses of a grammar that cannot be
-        compiled (a terminal no automaton can express, an LALR conflict, an empty language).
+        compiled (a terminal no automaton can express, an LALR conflict, an empty language),
+        :class:`~grammask.errors.CompileTimeoutError` when the time is up (checked between steps of
+        the long loops, so it comes a little after), :class:`~grammask.errors.ConfigurationError`
+        for a timeout that is not a positive number.
         """
+        seconds = self.timeout if timeout is None else _check_timeout(timeout)
         key = self._key(grammar)
         with self._lock:
             hit = self._memory.get(key)
@@ -65,7 +76,7 @@ class Compiler:
         built_stats: list[CompileStats] = []
 
         def build() -> tuple[Engine, CompileStats]:
-            engine, stats = self._build(grammar)
+            engine, stats = self._build(grammar, Deadline(seconds, grammar.name))
             built_stats.append(stats)
             return engine, stats
 
@@ -79,16 +90,17 @@ class Compiler:
                 self._memory.popitem(last=False)
         return compiled
 
-    def submit(self, grammar: Grammar) -> Future[CompiledGrammar]:
-        """Compile ``grammar`` on the compiler's threads; the future's ``result(timeout)`` waits for it.
+    def submit(self, grammar: Grammar, timeout: float | None = None) -> Future[CompiledGrammar]:
+        """Compile ``grammar`` on the compiler's threads (``timeout`` as in :meth:`compile`).
 
-        ``result()`` raises what :meth:`compile` raises.
+        The future's ``result(timeout)`` waits for it and raises what :meth:`compile` raises; the
+        compile's own ``timeout`` stops it.
         """
         with self._lock:
             if self._pool is None:
                 self._pool = ThreadPoolExecutor(self._threads, thread_name_prefix="grammask-compile")
             pool = self._pool
-        return pool.submit(self.compile, grammar)
+        return pool.submit(self.compile, grammar, timeout)
 
     def clear(self, *, disk: bool = False) -> None:
         """Forget the grammars held in memory; with ``disk=True`` also delete the disk cache's files."""
@@ -108,13 +120,13 @@ class Compiler:
         text = f"{FORMAT_VERSION}:{grammar.fingerprint()}:{self.vocab.fingerprint()}"
         return hashlib.sha256(text.encode()).hexdigest()
 
-    def _build(self, grammar: Grammar) -> tuple[Engine, CompileStats]:
+    def _build(self, grammar: Grammar, deadline: Deadline) -> tuple[Engine, CompileStats]:
         start = time.perf_counter()
-        lexer, tables, parser_term = build_front(grammar)
+        lexer, tables, parser_term = build_front(grammar, deadline)
         t_front = time.perf_counter() - start
         trie = self.trie()
         t_trie = time.perf_counter() - start - t_front
-        masks, phases = build_mask_tables(lexer, tables, parser_term, self.vocab, trie)
+        masks, phases = build_mask_tables(lexer, tables, parser_term, self.vocab, trie, deadline)
         stats = CompileStats(
             seconds=time.perf_counter() - start,
             lexer_states=lexer.n_states,
@@ -137,6 +149,13 @@ def _encode(value: tuple[Engine, CompileStats]) -> tuple[dict, dict]:
     arrays, meta = engine.to_arrays()
     meta["stats"] = {k: v for k, v in stats.__dict__.items() if k not in ("seconds", "from_cache", "phases")}
     return arrays, meta
+
+
+def _check_timeout(timeout: float | None) -> float | None:
+    """``timeout`` if it is None or a positive number of seconds; raises ConfigurationError otherwise."""
+    if timeout is not None and (isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not timeout > 0):
+        raise ConfigurationError(f"timeout must be a positive number of seconds or None, not {timeout!r}")
+    return timeout
 
 
 def _cache_folder(cache: bool | str | Path) -> Path | None:

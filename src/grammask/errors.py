@@ -2,10 +2,13 @@
 
 All derive from :class:`GrammaskError`, so ``except grammask.GrammaskError`` catches
 anything the library reports about its inputs. Messages name the offending piece
-(terminal, rule, keyword, token id, file) so a user can act on them.
+(terminal, rule, keyword, token id, file) so a user can act on them. :class:`Deadline` lives here
+too: it is what raises :class:`CompileTimeoutError`, and every layer may import this module.
 """
 
 from __future__ import annotations
+
+import time
 
 
 class GrammaskError(Exception):
@@ -113,3 +116,34 @@ class FetchError(GrammaskError):
 
 class DecodingError(GrammaskError):
     """A generation request cannot be run: a bad decoding parameter, or a prompt that does not fit the model."""
+
+
+class CompileTimeoutError(GrammarError):
+    """Compiling a grammar ran past its time limit; ``grammar`` and ``phase`` say which and where."""
+
+    def __init__(self, grammar: str, phase: str, seconds: float):
+        self.grammar = grammar
+        self.phase = phase
+        self.seconds = seconds
+        super().__init__(f"compiling grammar {grammar!r} took more than {seconds:.3g} s (stopped in {phase})")
+
+
+class Deadline:
+    """The time by which one compile must end: long loops call :meth:`check` with their phase.
+
+    ``seconds`` None means no limit. Cooperative: nothing is interrupted between checks.
+    """
+
+    def __init__(self, seconds: float | None, grammar: str = "grammar"):
+        self.seconds = seconds
+        self.grammar = grammar
+        self._end = None if seconds is None else time.monotonic() + seconds
+
+    def check(self, phase: str) -> None:
+        """Raise :class:`CompileTimeoutError` naming ``phase`` if the time is up."""
+        if self._end is not None and time.monotonic() > self._end:
+            raise CompileTimeoutError(self.grammar, phase, self.seconds or 0.0)
+
+
+NO_DEADLINE = Deadline(None)
+"""The deadline that never passes (the default of every function that takes one)."""

@@ -33,6 +33,7 @@ from grammask.parser.tables import ERROR, ParseTables, build_parse_tables
 from grammask.spanner import SequenceTable, TrieWalk, VocabTrie, walk_alive
 
 if TYPE_CHECKING:
+    from grammask.errors import Deadline
     from grammask.vocab import Vocabulary
 
 FORMAT_VERSION = 1
@@ -92,18 +93,27 @@ def parser_terminal_map(grammar: Grammar, lexer: LexerAutomaton) -> tuple[tuple[
     return names, mapping
 
 
-def build_front(grammar: Grammar) -> tuple[LexerAutomaton, ParseTables, np.ndarray]:
-    """The vocabulary-independent part of compilation: lexer automaton, parse tables, terminal map."""
-    lexer = build_lexer(grammar)
+def build_front(grammar: Grammar, deadline: Deadline | None = None) -> tuple[LexerAutomaton, ParseTables, np.ndarray]:
+    """The vocabulary-independent part of compilation: lexer automaton, parse tables, terminal map.
+
+    Raises what :func:`~grammask.automata.lexer.build_lexer` and
+    :func:`~grammask.parser.tables.build_parse_tables` raise (a passed ``deadline`` included; None: no limit).
+    """
+    lexer = build_lexer(grammar, deadline)
     names, mapping = parser_terminal_map(grammar, lexer)
-    tables = build_parse_tables(grammar, names)
+    tables = build_parse_tables(grammar, names, deadline)
     return lexer, tables, mapping
 
 
 def build_mask_tables(
-    lexer: LexerAutomaton, tables: ParseTables, parser_term: np.ndarray, vocab: Vocabulary, trie: VocabTrie
+    lexer: LexerAutomaton, tables: ParseTables, parser_term: np.ndarray, vocab: Vocabulary, trie: VocabTrie,
+    deadline: Deadline | None = None,
 ) -> tuple[MaskTables, dict]:
-    """Walk the vocabulary from every reachable lexer state and split its classes into ALWAYS / DEPENDS per LR state."""
+    """Walk the vocabulary from every reachable lexer state and split its classes into ALWAYS / DEPENDS per LR state.
+
+    Raises :class:`~grammask.errors.CompileTimeoutError` once ``deadline`` (None: no limit) has passed.
+    """
+    check = deadline.check if deadline is not None else _no_check
     timings: dict[str, float] = {}
     clock = time.perf_counter()
     n_words = bitmask_words(vocab.n_logits)
@@ -123,6 +133,7 @@ def build_mask_tables(
     queued = np.zeros(lexer.n_states, dtype=bool)
     queued[0] = True
     while queue:
+        check("the vocabulary walks")
         q = queue.pop()
         entries, seq, ends = walk_alive(trie, lexer.trans, lexer.accept, parser_term, q, seqs, work)
         if slots is None or len(slots) < len(seqs) * n_follow:
@@ -171,6 +182,7 @@ def build_mask_tables(
     refined: dict[int, np.ndarray] = {}
     t_refine = 0.0
     for q in range(lexer.n_states):
+        check("the token verdicts")
         walk = walks.get(q)
         if walk is None:
             state_ptr[q + 1] = state_ptr[q]
@@ -262,6 +274,10 @@ def _refine(lr, exposed, n_states: int, p: int, ranks: np.ndarray, class_arrays,
         classify_classes(*lr, *exposed, n_states, p, todo, *class_arrays, out)
         known[todo] = out
     return known[ranks]
+
+
+def _no_check(phase: str) -> None:
+    """The deadline check of a compile without a time limit."""
 
 
 def _concat(parts: list[np.ndarray], dtype) -> np.ndarray:

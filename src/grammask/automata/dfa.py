@@ -15,6 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from grammask.automata.regex import ByteNFA
+from grammask.errors import NO_DEADLINE, Deadline
 
 
 @dataclass(frozen=True, eq=False)
@@ -46,19 +47,21 @@ class ByteDFA:
         return state
 
 
-def build_dfa(nfas: Sequence[ByteNFA]) -> ByteDFA:
+def build_dfa(nfas: Sequence[ByteNFA], deadline: Deadline | None = None) -> ByteDFA:
     """The trimmed minimal DFA of the union of ``nfas``, where NFA ``i`` carries tag ``i``.
 
     If no tag's language has a string, the result is a single start state with no transitions
-    and no accepts.
+    and no accepts. Raises :class:`~grammask.errors.CompileTimeoutError` once ``deadline`` (None:
+    no limit) has passed.
     """
-    trans, accepts = _determinize(nfas)
+    deadline = deadline or NO_DEADLINE
+    trans, accepts = _determinize(nfas, deadline)
     columns, byte_class = _byte_classes(trans)
     live = _live_states(columns, accepts)
     if not live[0]:
         return ByteDFA(np.full((1, 256), -1, dtype=np.int32), (frozenset(),))
     columns, accepts = _restrict(columns, accepts, live)
-    block, block_columns = _minimize(columns, accepts)
+    block, block_columns = _minimize(columns, accepts, deadline)
     order = _bfs_order(block_columns, int(block[0]))
     renumber = np.full(len(block_columns) + 1, -1, dtype=np.int32)  # index -1 (no transition) stays -1
     renumber[order] = np.arange(len(order), dtype=np.int32)
@@ -105,7 +108,7 @@ class _Union:
         return found
 
 
-def _determinize(nfas: Sequence[ByteNFA]) -> tuple[np.ndarray, list[frozenset[int]]]:
+def _determinize(nfas: Sequence[ByteNFA], deadline: Deadline) -> tuple[np.ndarray, list[frozenset[int]]]:
     """Subset construction: the transition table over all bytes and each state's accepted tags."""
     union = _Union(nfas)
     start = union.close(union.starts)
@@ -114,6 +117,7 @@ def _determinize(nfas: Sequence[ByteNFA]) -> tuple[np.ndarray, list[frozenset[in
     moved: dict[frozenset[int], int] = {}  # NFA states reached on a byte -> DFA state
     rows: list[list[tuple[int, int, int]]] = []
     while len(rows) < len(subsets):
+        deadline.check("the lexer DFA's subset construction")
         row: list[tuple[int, int, int]] = []
         for lo, hi, reached in _intervals([e for s in subsets[len(rows)] for e in union.edges[s]]):
             target = moved.get(reached)
@@ -204,13 +208,16 @@ def _restrict(
     return new_id[columns[keep]], [a for a, k in zip(accepts, keep) if k]
 
 
-def _minimize(columns: np.ndarray, accepts: list[frozenset[int]]) -> tuple[np.ndarray, np.ndarray]:
+def _minimize(columns: np.ndarray, accepts: list[frozenset[int]], deadline: Deadline) -> tuple[np.ndarray, np.ndarray]:
     """Merge equivalent states: each state's block, and the block transition table (-1: none)."""
     sink = len(accepts)  # stands for "no transition"; every trimmed state differs from it
     table = np.vstack([np.where(columns < 0, sink, columns), np.full((1, columns.shape[1]), sink)])
-    initial: dict[frozenset[int] | None, int] = {}
-    by_accepts = np.array([initial.setdefault(a, len(initial)) for a in [*accepts, None]], dtype=np.int64)
-    block = _coarsest_stable_partition(by_accepts, table)
+    shortest, longest = _remaining_lengths(columns, accepts)
+    initial: dict[tuple | None, int] = {}
+    keys = [*zip(accepts, shortest, longest), None]
+    block = _coarsest_stable_partition(
+        np.array([initial.setdefault(k, len(initial)) for k in keys], dtype=np.int64), table, deadline
+    )
     # The sink is alone in its block: renumber the others 0.. and let the sink's block read -1.
     sink_block = block[sink]
     block = np.where(block > sink_block, block - 1, block)
@@ -219,6 +226,43 @@ def _minimize(columns: np.ndarray, accepts: list[frozenset[int]]) -> tuple[np.nd
     representative = np.empty(n_blocks, dtype=np.int64)
     representative[block[:sink]] = np.arange(sink)
     return block[:sink], block[table[representative]]
+
+
+def _remaining_lengths(columns: np.ndarray, accepts: list[frozenset[int]]) -> tuple[list[int], list[int]]:
+    """Each (trimmed) state's shortest and longest accepted continuation, in bytes (-1: unbounded).
+
+    Both depend only on the state's residual language, so equivalent states agree on them:
+    minimization may start from the partition they refine. On a counted repeat, a chain of
+    states, this saves one refinement round per state of the chain.
+    """
+    indptr, targets = _successors(columns)
+    indptr, targets = indptr.tolist(), targets.tolist()
+    n = len(accepts)
+    preds: list[list[int]] = [[] for _ in range(n)]
+    for s in range(n):
+        for t in targets[indptr[s] : indptr[s + 1]]:
+            preds[t].append(s)
+    shortest = [0 if a else -1 for a in accepts]
+    frontier = [s for s in range(n) if accepts[s]]
+    while frontier:  # breadth-first backwards from the accepting states
+        following = []
+        for t in frontier:
+            for s in preds[t]:
+                if shortest[s] < 0:
+                    shortest[s] = shortest[t] + 1
+                    following.append(s)
+        frontier = following
+    longest = [0 if a else -1 for a in accepts]
+    waiting = [indptr[s + 1] - indptr[s] for s in range(n)]  # successors not yet settled
+    settled = [s for s in range(n) if waiting[s] == 0]
+    for t in settled:  # peel from the states without successors; states left over reach a cycle
+        for s in preds[t]:
+            longest[s] = max(longest[s], longest[t] + 1)
+            waiting[s] -= 1
+            if waiting[s] == 0:
+                settled.append(s)
+    unbounded = set(range(n)).difference(settled)
+    return shortest, [-1 if s in unbounded else length for s, length in enumerate(longest)]
 
 
 def _bfs_order(columns: np.ndarray, start: int) -> list[int]:
@@ -239,7 +283,7 @@ def _bfs_order(columns: np.ndarray, start: int) -> list[int]:
 _WEIGHTS = np.random.default_rng(20240601).integers(1, 2**63, size=257, dtype=np.uint64) | np.uint64(1)
 
 
-def _coarsest_stable_partition(initial: np.ndarray, columns: np.ndarray) -> np.ndarray:
+def _coarsest_stable_partition(initial: np.ndarray, columns: np.ndarray, deadline: Deadline) -> np.ndarray:
     """Moore refinement of ``initial`` until every block's states agree on the blocks they move to.
 
     Rounds first split by a 64-bit hash of each state's successor blocks (one vectorised pass per
@@ -251,6 +295,7 @@ def _coarsest_stable_partition(initial: np.ndarray, columns: np.ndarray) -> np.n
     block = initial
     n_blocks = int(block.max()) + 1
     while True:
+        deadline.check("the lexer DFA's minimization")
         hashes = block[columns].astype(np.uint64) @ weights[1:] + block.astype(np.uint64) * weights[0]
         refined = np.unique(hashes, return_inverse=True)[1].reshape(-1)
         n_refined = int(refined.max()) + 1
@@ -258,6 +303,7 @@ def _coarsest_stable_partition(initial: np.ndarray, columns: np.ndarray) -> np.n
             break
         block, n_blocks = refined, n_refined
     while True:
+        deadline.check("the lexer DFA's minimization")
         signature = np.column_stack([initial, block, block[columns]])
         representative = np.empty(n_blocks, dtype=np.int64)
         representative[block] = np.arange(len(block))

@@ -34,7 +34,7 @@ import numpy as np
 from grammask.automata.dfa import build_dfa
 from grammask.automata.patterns import compile_regex
 from grammask.automata.regex import TrailingContext
-from grammask.errors import GrammarError, UnsupportedRegexError
+from grammask.errors import NO_DEADLINE, Deadline, GrammarError, UnsupportedRegexError
 from grammask.grammar.ir import Grammar, Terminal
 
 try:
@@ -95,15 +95,20 @@ class LexerAutomaton:
         return None if term < 0 else [term]
 
 
-def build_lexer(grammar: Grammar) -> LexerAutomaton:
+def build_lexer(grammar: Grammar, deadline: Deadline | None = None) -> LexerAutomaton:
     """The lexer automaton of ``grammar``'s terminals (ignored terminals included).
 
     Raises :class:`~grammask.errors.UnsupportedRegexError` for a terminal regex without a finite-automaton
-    meaning, and :class:`~grammask.errors.GrammarError` for a terminal that matches the empty string.
+    meaning, :class:`~grammask.errors.GrammarError` for a terminal that matches the empty string, and
+    :class:`~grammask.errors.CompileTimeoutError` once ``deadline`` (None: no limit) has passed.
     """
     terminals = grammar.terminals
-    nfas = [compile_regex(t.pattern, t.flags, name=t.name) for t in terminals]
-    dfa = build_dfa(nfas)
+    deadline = deadline or NO_DEADLINE
+    nfas = []
+    for t in terminals:
+        deadline.check("the terminals' automata")
+        nfas.append(compile_regex(t.pattern, t.flags, name=t.name))
+    dfa = build_dfa(nfas, deadline)
     if dfa.accepts[dfa.start]:
         names = ", ".join(terminals[i].name for i in sorted(dfa.accepts[dfa.start]))
         raise GrammarError(f"terminal(s) {names} match the empty string; the lexer needs every terminal to consume input")
@@ -123,7 +128,7 @@ def build_lexer(grammar: Grammar) -> LexerAutomaton:
         ignored=np.array([t.name in grammar.ignore for t in terminals], dtype=bool),
         trans=trans,
         accept=accept,
-        produce=_producible(trans, accept, len(terminals)),
+        produce=_producible(trans, accept, len(terminals), deadline),
     )
 
 
@@ -184,7 +189,7 @@ def _max_width(pattern: str) -> int:
         return 0
 
 
-def _producible(trans: np.ndarray, accept: np.ndarray, n_terminals: int) -> np.ndarray:
+def _producible(trans: np.ndarray, accept: np.ndarray, n_terminals: int, deadline: Deadline) -> np.ndarray:
     """Prod(q) for every state: winners of accepting states reachable from q (q included)."""
     n = trans.shape[0]
     produce = np.zeros((n, n_terminals), dtype=bool)
@@ -193,6 +198,7 @@ def _producible(trans: np.ndarray, accept: np.ndarray, n_terminals: int) -> np.n
     succ = [np.unique(row[row >= 0]) for row in trans]
     changed = True
     while changed:
+        deadline.check("the lexer's producible terminals")
         changed = False
         for q in range(n - 1, -1, -1):
             if len(succ[q]):

@@ -373,7 +373,7 @@ class TrailingContext:
 def nfa_from_ast(node: Node, name: str = "<regex>") -> ByteNFA:
     """Thompson-construct the byte NFA of an AST without lazy repeats or lookarounds: it accepts
     every string the regex matches whole. Raises TypeError on a lookaround."""
-    builder = _Thompson()
+    builder = _Thompson(name)
     start = builder.new_state()
     end = builder.build(node, start)
     final = builder.new_state()
@@ -400,10 +400,16 @@ def needs_priorities(node: Node) -> bool:
     return False
 
 
+MAX_UNROLLED_STATES = 4096
+"""The most byte NFA states a counted repeat may unroll into: every state can become a lexer
+state, and each reachable lexer state costs a walk of the whole vocabulary at compile time."""
+
+
 class _Thompson:
     """Builds NFA fragments in place: ``build(node, src)`` adds a path for ``node`` from ``src``."""
 
-    def __init__(self) -> None:
+    def __init__(self, name: str) -> None:
+        self.name = name
         self.edges: list[list[tuple[int, int, int]]] = []
         self.eps: list[list[int]] = []
 
@@ -444,6 +450,18 @@ class _Thompson:
         return exit_state
 
     def _repeat(self, node: Repeat, src: int) -> int:
+        """Unroll a counted repeat; raises UnsupportedRegexError, before unrolling, where the copies
+        would take more than :data:`MAX_UNROLLED_STATES` states."""
+        copies = node.min + 1 if node.max is None else node.max
+        if copies > 1:
+            probe = _Thompson(self.name)
+            probe.build(node.node, probe.new_state())
+            if copies * len(probe.edges) > MAX_UNROLLED_STATES:
+                bounds = f"{node.min}," if node.max is None else f"{node.min},{node.max}"
+                raise UnsupportedRegexError(
+                    f"terminal {self.name}: the counted repeat {{{bounds}}} would unroll into about "
+                    f"{copies * len(probe.edges)} automaton states (at most {MAX_UNROLLED_STATES} are supported)"
+                )
         for _ in range(node.min):
             src = self.build(node.node, src)
         if node.max is None:

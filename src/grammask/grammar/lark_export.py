@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from grammask.errors import GrammarError
+from grammask.errors import NO_DEADLINE, Deadline, GrammarError
 from grammask.grammar.ir import Grammar, Terminal
 
 _LARK_RULE = re.compile(r"_?[a-z][_a-z0-9]*")
@@ -109,3 +109,29 @@ def lark_parser(grammar: Grammar, *, strict: bool = False):
             return iter(())
 
     return Lark(to_lark_text(grammar), parser="lalr", lexer=_FedTerminals, strict=strict, start=lark_rule_name(grammar.start))
+
+
+def check_lalr(grammar: Grammar, deadline: Deadline = NO_DEADLINE) -> None:
+    """Raise ``lark.exceptions.GrammarError`` where ``grammar`` is not LALR(1), shift/reduce conflicts
+    included: what building ``lark_parser(grammar, strict=True)`` raises, without its grammar text.
+
+    Identical rules count once (as Lark's grammar loader has them). ``deadline`` is checked between
+    the steps of the LALR construction (raises :class:`~grammask.errors.CompileTimeoutError`).
+    """
+    from lark.common import ParserConf
+    from lark.grammar import NonTerminal, Terminal
+    from lark.grammar import Rule as LarkRule
+    from lark.parsers.lalr_analysis import LALR_Analyzer
+
+    terminals = {t.name for t in grammar.terminals}
+    unique = dict.fromkeys((r.lhs, tuple(r.rhs)) for r in grammar.rules)
+    rules = [
+        LarkRule(NonTerminal(lhs), [Terminal(s) if s in terminals else NonTerminal(s) for s in rhs], order=i)
+        for i, (lhs, rhs) in enumerate(unique)
+    ]
+    deadline.check("the LALR check of the grammar")
+    analyzer = LALR_Analyzer(ParserConf(rules, {}, [grammar.start]), strict=True)
+    for step in (analyzer.compute_lr0_states, analyzer.compute_reads_relations, analyzer.compute_includes_lookback,
+                 analyzer.compute_lookaheads, analyzer.compute_lalr1_states):
+        deadline.check("the LALR check of the grammar")
+        step()

@@ -13,7 +13,7 @@ from lark.grammar import RuleOptions
 from lark.grammar import Terminal as LarkTerminal
 from lark.parsers.lalr_analysis import LALR_Analyzer, Shift
 
-from grammask.errors import EmptyLanguageError
+from grammask.errors import NO_DEADLINE, Deadline, EmptyLanguageError
 from grammask.grammar.ir import Grammar
 from grammask.parser.conflicts import check_conflicts, find_conflicts
 
@@ -69,14 +69,17 @@ class ParseTables:
         return self.action.shape[0]
 
 
-def build_parse_tables(grammar: Grammar, parser_terminals: tuple[str, ...]) -> ParseTables:
+def build_parse_tables(grammar: Grammar, parser_terminals: tuple[str, ...], deadline: Deadline | None = None) -> ParseTables:
     """LALR(1) tables over ``parser_terminals`` (the grammar's non-ignored terminals, in lexer order).
 
     Conflicts are resolved as Lark resolves them (see :mod:`grammask.parser.conflicts`) and listed
     in ``notes``, with one warning per grammar; ``grammar.conflicts == "error"`` refuses
     shift/reduce conflicts instead. Raises :class:`~grammask.errors.EmptyLanguageError` for an
-    empty language and :class:`~grammask.errors.GrammarConflictError` for a refused conflict.
+    empty language, :class:`~grammask.errors.GrammarConflictError` for a refused conflict and
+    :class:`~grammask.errors.CompileTimeoutError` once ``deadline`` (None: no limit) has passed
+    (checked between the steps of the LALR construction).
     """
+    deadline = deadline or NO_DEADLINE
     _check_nonempty(grammar, set(parser_terminals))
     nonterminals = grammar.nonterminals
     terminal_set = frozenset(parser_terminals)
@@ -85,11 +88,12 @@ def build_parse_tables(grammar: Grammar, parser_terminals: tuple[str, ...]) -> P
         expansion = [LarkTerminal(s) if s in terminal_set else LarkNonTerminal(s) for s in rule.rhs]
         options = RuleOptions(priority=rule.priority or None)
         lark_rules.append(LarkRule(LarkNonTerminal(rule.lhs), expansion, order=order, options=options))
+    deadline.check("the parse tables")
     analyzer = LALR_Analyzer(ParserConf(lark_rules, {}, [grammar.start]), debug=True, strict=False)
-    analyzer.compute_lr0_states()
-    analyzer.compute_reads_relations()
-    analyzer.compute_includes_lookback()
-    analyzer.compute_lookaheads()
+    for step in (analyzer.compute_lr0_states, analyzer.compute_reads_relations, analyzer.compute_includes_lookback,
+                 analyzer.compute_lookaheads):
+        deadline.check("the parse tables")
+        step()
     rule_text = [f"{r.lhs} -> {' '.join(r.rhs) or '<empty>'}" for r in grammar.rules]
     conflicts = find_conflicts(analyzer, lambda r: rule_text[r.order])  # lark's augmented rule never reduces
     lr1_args = ([(r.lhs, r.rhs, r.priority) for r in grammar.rules], grammar.start, terminal_set)
@@ -98,10 +102,11 @@ def build_parse_tables(grammar: Grammar, parser_terminals: tuple[str, ...]) -> P
         shown = "; ".join(notes[:3]) + ("; ..." if len(notes) > 3 else "")
         message = f"grammar '{grammar.name}': {len(notes)} LALR(1) conflict(s) resolved as Lark does: {shown}"
         warnings.warn(message, stacklevel=2)
+    deadline.check("the parse tables")
     analyzer.compute_lalr1_states()
 
     table = analyzer.parse_table
-    states = _canonical_order(table, [*parser_terminals, END, *nonterminals], table.start_states[grammar.start])
+    states = _canonical_order(table, [*parser_terminals, END, *nonterminals], table.start_states[grammar.start], deadline)
     state_id = {s: i for i, s in enumerate(states)}
     term_id = {t: i for i, t in enumerate(parser_terminals)}
     term_id[END] = len(parser_terminals)
@@ -140,21 +145,22 @@ def build_parse_tables(grammar: Grammar, parser_terminals: tuple[str, ...]) -> P
     )
 
 
-def _canonical_order(table, symbols: list[str], start) -> list:
+def _canonical_order(table, symbols: list[str], start, deadline: Deadline) -> list:
     """The LR states in breadth-first order from the start over symbols in a fixed order.
 
     Lark's state objects are sets whose iteration order varies between builds; numbering them
     this way makes compiled tables (and so cache files) identical from run to run.
     """
+    rank = {sym: i for i, sym in enumerate(symbols)}
     order = [start]
     seen = {start}
     for state in order:
-        acts = table.states[state]
-        for sym in symbols:
-            act = acts.get(sym)
-            if act is not None and act[0] is Shift and act[1] not in seen:
-                seen.add(act[1])
-                order.append(act[1])
+        deadline.check("the parse tables")
+        shifts = sorted((rank[sym], act[1]) for sym, act in table.states[state].items() if act[0] is Shift and sym in rank)
+        for _, target in shifts:
+            if target not in seen:
+                seen.add(target)
+                order.append(target)
     order.extend(s for s in table.states if s not in seen)
     return order
 

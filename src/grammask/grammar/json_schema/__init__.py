@@ -15,18 +15,24 @@ import json
 
 from lark.exceptions import GrammarError as LarkGrammarError
 
-from grammask.errors import ConfigurationError, GrammarError, UnsupportedSchemaError
+from grammask.errors import (
+    ConfigurationError,
+    Deadline,
+    GrammarError,
+    UnsupportedSchemaError,
+)
 from grammask.grammar.ir import Grammar
 from grammask.grammar.json_schema.emit import Emitter
 from grammask.grammar.json_schema.options import SchemaOptions
 from grammask.grammar.json_schema.reader import Issues, SchemaReader
-from grammask.grammar.lark_export import lark_parser
+from grammask.grammar.lark_export import check_lalr
 
 __all__ = ["SchemaOptions", "grammar_from_json_schema"]
 
 
 def grammar_from_json_schema(
-    schema: object, options: SchemaOptions | None = None, *, name: str = "json_schema", **settings: object
+    schema: object, options: SchemaOptions | None = None, *, name: str = "json_schema", timeout: float | None = None,
+    **settings: object,
 ) -> Grammar:
     """The grammar of the JSON documents ``schema`` accepts (a dict, a bool, or JSON text).
 
@@ -37,11 +43,13 @@ def grammar_from_json_schema(
     ``\\u``-escaped); numbers with ``minimum``-like bounds without an exponent. ``oneOf`` is
     exact where its branches' complements can be expressed, and treated as ``anyOf`` only
     where the branches are disjoint. Keywords dropped with ``strict=False`` and unknown formats
-    are listed in the grammar's ``notes``.
+    are listed in the grammar's ``notes``. ``timeout``: the seconds reading the schema may take
+    (None: no limit; checked as shapes are read and rules emitted).
 
     Raises :class:`~grammask.errors.UnsupportedSchemaError` for a keyword that cannot be enforced
     exactly (naming it and its JSON pointer) when strict, :class:`~grammask.errors.GrammarError`
-    for schema text that is not JSON or a schema no document satisfies, and
+    for schema text that is not JSON or a schema no document satisfies,
+    :class:`~grammask.errors.CompileTimeoutError` when the time is up, and
     :class:`~grammask.errors.ConfigurationError` for a bad or unknown option.
     """
     unknown = sorted(set(settings) - {f.name for f in dataclasses.fields(SchemaOptions)})
@@ -58,19 +66,26 @@ def grammar_from_json_schema(
         except json.JSONDecodeError as e:
             raise GrammarError(f"the JSON Schema text is not JSON: {e}") from None
     issues = Issues(options.strict)
-    reader = SchemaReader(schema, issues)
+    reader = SchemaReader(schema, issues, Deadline(_check_timeout(timeout), name))
     emitter = Emitter(reader, options)
     terminals, rules, ignored = emitter.finish(frozenset({reader.root}))
     grammar = Grammar(terminals, rules, "start", ignored, name=name, notes=tuple(issues.notes))
     if emitter.unions:
-        _check_lalr(grammar, emitter.unions)
+        _check_lalr(grammar, emitter.unions, reader.deadline)
     return grammar
 
 
-def _check_lalr(grammar: Grammar, unions: list[str]) -> None:
+def _check_timeout(timeout: float | None) -> float | None:
+    """``timeout`` if it is None or a positive number of seconds; raises ConfigurationError otherwise."""
+    if timeout is not None and (isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not timeout > 0):
+        raise ConfigurationError(f"timeout must be a positive number of seconds or None, not {timeout!r}")
+    return timeout
+
+
+def _check_lalr(grammar: Grammar, unions: list[str], deadline: Deadline) -> None:
     """Raise a schema-level error where alternatives of several objects or arrays conflict."""
     try:
-        lark_parser(grammar, strict=True)
+        check_lalr(grammar, deadline)
     except LarkGrammarError as e:
         where = ", ".join(dict.fromkeys(unions))
         raise UnsupportedSchemaError(

@@ -15,6 +15,7 @@ from functools import cached_property
 
 from grammask.automata.regex import Alt, Chars, Concat, Node, Repeat
 from grammask.automata.utf8 import CodeRanges, normalize
+from grammask.errors import NO_DEADLINE, Deadline
 from grammask.grammar.regex_frontend import EPSILON, NOTHING, alt, concat, repeat
 
 # One state's transitions: sorted, disjoint (lo, hi, target) triples.
@@ -240,6 +241,11 @@ DEAD = -1
 
 def product(a: CharDFA, b: CharDFA, mode: str) -> CharDFA:
     """``mode`` ``"and"``: the intersection; ``"minus"``: the strings of ``a`` not in ``b``; ``"or"``: the union."""
+    return minimize(*_product_rows(a, b, mode))
+
+
+def _product_rows(a: CharDFA, b: CharDFA, mode: str) -> tuple[list[list[tuple[int, int, int]]], set[int]]:
+    """The reachable part of the product automaton (rows from state 0) and its accepting states."""
     ids = {(0, 0): 0}
     pairs = [(0, 0)]
     rows: list[list[tuple[int, int, int]]] = []
@@ -265,18 +271,23 @@ def product(a: CharDFA, b: CharDFA, mode: str) -> CharDFA:
         in_a, in_b = x in a.accepting, y in b.accepting
         if (mode == "and" and in_a and in_b) or (mode == "minus" and in_a and not in_b) or (mode == "or" and (in_a or in_b)):
             accepting.add(i)
-    return minimize(rows, accepting)
+    return rows, accepting
 
 
 def is_subset(a: CharDFA, b: CharDFA) -> bool:
-    return product(a, b, "minus").is_empty()
+    """Whether every string of ``a`` is in ``b``: no accepting state of ``a`` minus ``b`` is reachable."""
+    return not _product_rows(a, b, "minus")[1]
 
 
 # --- back to a regex AST ---------------------------------------------------------------------
 
 
-def dfa_to_ast(dfa: CharDFA) -> Node:
-    """A regex AST for the automaton's language, by state elimination (fewest paths first)."""
+def dfa_to_ast(dfa: CharDFA, deadline: Deadline = NO_DEADLINE) -> Node:
+    """A regex AST for the automaton's language, by state elimination (fewest paths first).
+
+    Raises :class:`~grammask.errors.CompileTimeoutError` once ``deadline`` has passed (checked
+    before each path is rerouted).
+    """
     if dfa.is_empty():
         return NOTHING
     start, final = -1, -2
@@ -291,6 +302,7 @@ def dfa_to_ast(dfa: CharDFA) -> Node:
     edges[final] = {}
     remaining = set(range(dfa.n_states))
     while remaining:
+        deadline.check("the JSON Schema string languages")
         ins = {s: [p for p in edges if s in edges[p] and p != s] for s in remaining}
         k = min(remaining, key=lambda s: (len(ins[s]) * len([t for t in edges[s] if t != s]), s))
         loop = edges[k].pop(k, None)
@@ -298,6 +310,7 @@ def dfa_to_ast(dfa: CharDFA) -> Node:
         for p in ins[k]:
             head = edges[p].pop(k)
             for t, tail in edges[k].items():
+                deadline.check("the JSON Schema string languages")
                 path = concat(head, middle, tail)
                 edges[p][t] = alt(edges[p][t], path) if t in edges[p] else path
         del edges[k]

@@ -10,7 +10,11 @@ from grammask.grammar.ir import Rule, Terminal
 from grammask.grammar.json_schema.family import Family
 from grammask.grammar.json_schema.numbers import NumberSet
 from grammask.grammar.json_schema.options import SchemaOptions
-from grammask.grammar.json_schema.reader import MAX_ANY_ORDER, SchemaReader
+from grammask.grammar.json_schema.reader import (
+    MAX_ANY_ORDER,
+    MAX_COUNTED_ITEMS,
+    SchemaReader,
+)
 from grammask.grammar.json_schema.shapes import (
     ArrayShape,
     ExtraRule,
@@ -21,7 +25,6 @@ from grammask.grammar.json_schema.shapes import (
 from grammask.grammar.json_schema.strings import StringSet
 
 MAX_INDENT_DEPTH = 16
-MAX_COUNTED_ITEMS = 1024
 
 
 @dataclass(frozen=True)
@@ -112,8 +115,8 @@ class Emitter:
         self.property_order = options.property_order
         self.allow_implicit = options.additional_properties
         self.rules: list[Rule] = []
-        self.strings = Family()
-        self.numbers = Family()
+        self.strings = Family(reader.deadline)
+        self.numbers = Family(reader.deadline)
         self.strings.add(StringSet.everything())
         self._values: dict[tuple, str] = {}
         self._pending: list[tuple[Node, Layout, str]] = []
@@ -138,6 +141,7 @@ class Emitter:
 
     def value(self, node: Node, layout: Layout) -> str:
         """The nonterminal for values matching ``node`` at ``layout``."""
+        self.reader.deadline.check("the JSON Schema rules")
         if self.reader.is_anything(node):
             return self.any_value(layout)
         key = (_shape_key(self.reader.shape(node)), layout)
@@ -364,7 +368,7 @@ class Emitter:
     def _family_terminals(self) -> list[Terminal]:
         out = []
         for key in self.strings.terminal_members():
-            pattern, literal = self.strings.members[key].lexeme()
+            pattern, literal = self.strings.members[key].lexeme(self.reader.deadline)
             out.append(Terminal(self.string_terminal(key), pattern, literal=literal, priority=self.strings.priority(key)))
         for key in self.numbers.terminal_members():
             numbers = self.numbers.members[key]

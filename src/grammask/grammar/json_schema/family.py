@@ -12,6 +12,8 @@ from __future__ import annotations
 
 from typing import Protocol
 
+from grammask.errors import NO_DEADLINE, Deadline
+
 
 class Language(Protocol):
     key: tuple
@@ -24,9 +26,14 @@ class Language(Protocol):
 
 
 class Family:
-    """Languages keyed by :attr:`Language.key`, closed under intersection by :meth:`close`."""
+    """Languages keyed by :attr:`Language.key`, closed under intersection by :meth:`close`.
 
-    def __init__(self) -> None:
+    ``deadline`` is checked before each pair of languages is compared or intersected (raises
+    :class:`~grammask.errors.CompileTimeoutError` once it has passed).
+    """
+
+    def __init__(self, deadline: Deadline = NO_DEADLINE) -> None:
+        self.deadline = deadline
         self.members: dict[tuple, Language] = {}
         self._subset: dict[tuple[tuple, tuple], bool] = {}
         self.closed = True
@@ -40,6 +47,7 @@ class Family:
     def subset(self, a: tuple, b: tuple) -> bool:
         found = self._subset.get((a, b))
         if found is None:
+            self.deadline.check("the overlaps of the JSON Schema's languages")
             found = a == b or self.members[a].is_subset(self.members[b])
             self._subset[(a, b)] = found
         return found
@@ -51,6 +59,7 @@ class Family:
         while pending:
             a = pending.pop()
             for b in done:
+                self.deadline.check("the overlaps of the JSON Schema's languages")
                 if self.subset(a, b) or self.subset(b, a):
                     continue
                 both = self.members[a].intersect(self.members[b])

@@ -17,7 +17,17 @@ from referencing import Registry, Resource
 from referencing.exceptions import Unresolvable
 from referencing.jsonschema import DRAFT202012
 
-from grammask.errors import UnsupportedRegexError, UnsupportedSchemaError
+from grammask.errors import (
+    NO_DEADLINE,
+    Deadline,
+    UnsupportedRegexError,
+    UnsupportedSchemaError,
+)
+from grammask.grammar.json_schema.counted import (
+    MAX_UNROLLED_STATES,
+    largest_repeat,
+    length_states,
+)
 from grammask.grammar.json_schema.formats import FORMATS, UNENFORCEABLE, format_language
 from grammask.grammar.json_schema.numbers import NumberSet
 from grammask.grammar.json_schema.shapes import (
@@ -59,6 +69,8 @@ _UNSUPPORTED = {
 }
 _TYPES = ("null", "boolean", "integer", "number", "string", "array", "object")
 MAX_ANY_ORDER = 8
+MAX_COUNTED_ITEMS = 1024
+"""The most array items ``minItems``/``maxItems`` may count (each count is a grammar rule)."""
 
 
 class Issues:
@@ -97,10 +109,15 @@ class _Entry:
 
 
 class SchemaReader:
-    """Reads the schemas of one document into shapes, memoized by node."""
+    """Reads the schemas of one document into shapes, memoized by node.
 
-    def __init__(self, root: object, issues: Issues):
+    ``deadline`` is checked as each shape is read and combined (raises
+    :class:`~grammask.errors.CompileTimeoutError` once it has passed).
+    """
+
+    def __init__(self, root: object, issues: Issues, deadline: Deadline = NO_DEADLINE):
         self.issues = issues
+        self.deadline = deadline
         self.entries: list[_Entry] = []
         self._index: dict[int, int] = {}
         self._shapes: dict[Node, Shape] = {}
@@ -140,7 +157,8 @@ class SchemaReader:
         if found is None:
             found = Shape.anything()
             for i in sorted(node):
-                found = found.intersect(self._schema_shape(i))
+                self.deadline.check("the JSON Schema shapes")
+                found = found.intersect(self._schema_shape(i), self.deadline)
             self._shapes[node] = found
         return found
 
@@ -243,11 +261,11 @@ class _KeywordReader:
         if "$ref" in schema:
             shape = shape.intersect(self._ref())
         for i, member in enumerate(schema.get("allOf", ())):
-            shape = shape.intersect(self.reader.shape(self.sub(member, "allOf", i)))
+            shape = shape.intersect(self.reader.shape(self.sub(member, "allOf", i)), self.reader.deadline)
         if "anyOf" in schema:
             shape = shape.intersect(self._union("anyOf"))
         if "oneOf" in schema:
-            shape = shape.intersect(self._one_of(shape))
+            shape = shape.intersect(self._one_of(shape), self.reader.deadline)
         for keyword in ("dependentRequired", "dependentSchemas"):
             if schema.get(keyword):
                 shape = shape.intersect(self._dependencies(keyword))
@@ -317,18 +335,47 @@ class _KeywordReader:
             value = schema.get(keyword)
             if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0 or value != int(value)):
                 raise UnsupportedSchemaError(f"'{keyword}' at {self.at(keyword)}: must be a non-negative integer")
-        if "minLength" in schema or "maxLength" in schema:
-            max_length = schema.get("maxLength")
-            result = StringSet.length(int(schema.get("minLength", 0)), None if max_length is None else int(max_length))
+        min_length = int(schema.get("minLength", 0))
+        max_length = None if schema.get("maxLength") is None else int(schema["maxLength"])
+        if max_length is not None and not self._countable("maxLength", max_length, length_states(max_length)):
+            max_length = None
+        if not self._countable("minLength", min_length, length_states(min_length + 1)):
+            min_length = 0
+        result = StringSet.length(min_length, max_length)
         if "pattern" in schema:
             try:
-                node = parse_pattern(schema["pattern"], dialect="ecma", search=True)
+                node = self._pattern(schema["pattern"])
                 result = result.intersect(StringSet.regular(node))
             except UnsupportedRegexError as e:
                 self.issues.unsupported("pattern", self.at("pattern"), str(e))
         if "format" in schema:
             result = result.intersect(self._format())
         return result
+
+    def _countable(self, keyword: str, value: int, states: int) -> bool:
+        """Whether a count of ``value`` for ``keyword``, unrolling into ``states`` automaton states, is
+        within the supported bound; if not, it is reported through :class:`Issues` (raises when strict)."""
+        if states <= MAX_UNROLLED_STATES:
+            return True
+        self.issues.unsupported(
+            keyword, self.at(keyword), f"{keyword} {value} would unroll into about {states} automaton states "
+            f"(at most {MAX_UNROLLED_STATES} are supported: about {MAX_UNROLLED_STATES // length_states(1)} "
+            "characters of any kind)"
+        )
+        return False
+
+    def _pattern(self, pattern: object) -> Node:
+        """The AST of an ECMA ``pattern`` (search semantics); raises UnsupportedRegexError for one
+        grammask cannot express or whose largest counted repeat would unroll past the supported bound."""
+        node = parse_pattern(pattern, dialect="ecma", search=True)
+        repeat, states = largest_repeat(node)
+        if repeat is not None and states > MAX_UNROLLED_STATES:
+            bounds = f"{repeat.min}," if repeat.max is None else f"{repeat.min},{repeat.max}"
+            raise UnsupportedRegexError(
+                f"the counted repeat {{{bounds}}} of {pattern!r} would unroll into about {states} automaton "
+                f"states (at most {MAX_UNROLLED_STATES} are supported)"
+            )
+        return node
 
     def _format(self) -> StringSet:
         name = self.schema["format"]
@@ -347,8 +394,20 @@ class _KeywordReader:
         if isinstance(items, list):
             raise UnsupportedSchemaError(f"'items' at {self.at('items')}: an array of schemas is 'prefixItems' in draft 2020-12")
         items_node = None if items is False else self.sub(items, "items")
-        max_items = schema.get("maxItems")
-        return ArrayShape(prefix, items_node, int(schema.get("minItems", 0)), None if max_items is None else int(max_items))
+        min_items = int(schema.get("minItems", 0))
+        max_items = None if schema.get("maxItems") is None else int(schema["maxItems"])
+        if max_items is not None and not self._items_countable("maxItems", max_items):
+            max_items = None
+        if not self._items_countable("minItems", min_items):
+            min_items = 0
+        return ArrayShape(prefix, items_node, min_items, max_items)
+
+    def _items_countable(self, keyword: str, value: int) -> bool:
+        """Whether ``value`` items can be counted by unrolled rules; if not, reported through :class:`Issues`."""
+        if value <= MAX_COUNTED_ITEMS:
+            return True
+        self.issues.unsupported(keyword, self.at(keyword), f"{keyword} {value}: at most {MAX_COUNTED_ITEMS} items are counted")
+        return False
 
     def _object(self) -> ObjectShape:
         schema = self.schema
@@ -356,7 +415,7 @@ class _KeywordReader:
         patterns = []
         for pattern, sub in schema.get("patternProperties", {}).items():
             try:
-                language = StringSet.regular(parse_pattern(pattern, dialect="ecma", search=True))
+                language = StringSet.regular(self._pattern(pattern))
             except UnsupportedRegexError as e:
                 self.issues.unsupported("patternProperties", self.at("patternProperties", pattern), str(e))
                 continue
@@ -456,9 +515,9 @@ class _KeywordReader:
     def _one_of(self, context: Shape) -> Shape:
         """Exactly one branch: exact where the branches' complements are expressible, else
         ``anyOf`` where the branches (within what the rest of the schema admits) are disjoint."""
-        branches = [context.intersect(b) for b in self._branches("oneOf")]
+        branches = [context.intersect(b, self.reader.deadline) for b in self._branches("oneOf")]
         overlapping = any(
-            _may_overlap(a.intersect(b), self.reader) for i, a in enumerate(branches) for b in branches[i + 1 :]
+            _may_overlap(a.intersect(b, self.reader.deadline), self.reader) for i, a in enumerate(branches) for b in branches[i + 1 :]
         )
         complements = [self._complement(b, "oneOf", report=False) for b in branches] if overlapping else []
         if overlapping and all(c is not None for c in complements):
@@ -467,7 +526,8 @@ class _KeywordReader:
                 only = branch
                 for j, c in enumerate(complements):
                     if j != i:
-                        only = only.intersect(c)
+                        self.reader.deadline.check("the JSON Schema shapes")
+                        only = only.intersect(c, self.reader.deadline)
                 shape = shape.union(only)
             return shape
         if overlapping:
@@ -554,6 +614,7 @@ def _object_complement(objects: tuple[ObjectShape, ...], reader: SchemaReader) -
 
 def _may_overlap(shape: Shape, reader: SchemaReader) -> bool:
     """Whether the shape might admit a value (exact for scalars, conservative for structures)."""
+    reader.deadline.check("the JSON Schema shapes")
     if shape.null or shape.booleans or not shape.numbers.is_empty() or shape.strings:
         return True
     if any(_array_possible(a, reader) for a in shape.arrays):

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from grammask.errors import NO_DEADLINE, Deadline
 from grammask.grammar.json_schema.numbers import NumberSet
 from grammask.grammar.json_schema.strings import StringSet
 
@@ -148,9 +149,14 @@ class Shape:
     def anything(cls) -> Shape:
         return cls(True, frozenset({True, False}), NumberSet.numbers(), (StringSet.everything(),), (ArrayShape(),), (ObjectShape(),))
 
-    def intersect(self, other: Shape) -> Shape:
+    def intersect(self, other: Shape, deadline: Deadline = NO_DEADLINE) -> Shape:
+        """The values both admit; ``deadline`` is checked before each pair of object shapes is merged."""
         strings = [a.intersect(b) for a in self.strings for b in other.strings]
-        objects = [a.merge(b) for a in self.objects for b in other.objects]
+        objects = []
+        for a in self.objects:
+            for b in other.objects:
+                deadline.check("the JSON Schema shapes")
+                objects.append(a.merge(b))
         return Shape(
             self.null and other.null,
             self.booleans & other.booleans,

@@ -17,6 +17,7 @@ from functools import cached_property
 
 from grammask.automata.regex import Alt, Chars, Node, Repeat
 from grammask.automata.utf8 import SCALARS, CodeRanges, difference, normalize
+from grammask.errors import NO_DEADLINE, Deadline
 from grammask.grammar.json_schema.automaton import (
     CharDFA,
     dfa_from_ast,
@@ -196,13 +197,19 @@ class StringSet:
     def overlaps(self, other: StringSet) -> bool:
         return not self.intersect(other).is_empty()
 
-    def lexeme(self) -> tuple[str, str | None]:
-        """The JSON-literal regex of the set and, when the set has one spelling only, that spelling."""
+    def lexeme(self, deadline: Deadline = NO_DEADLINE) -> tuple[str, str | None]:
+        """The JSON-literal regex of the set and, when the set has one spelling only, that spelling.
+
+        Raises :class:`~grammask.errors.CompileTimeoutError` once ``deadline`` has passed while the
+        set's automaton is turned into a regex.
+        """
         if self.kind == "all":
             return ANY_STRING_PATTERN, None
         if self.kind == "literal" and all(0x20 <= ord(c) <= 0x7E and c != "/" for c in self.text):
             spelled = json.dumps(self.text)
             return re.escape(spelled), spelled
+        if self.kind == "regular" and self._node is None:
+            self._node = dfa_to_ast(self.dfa, deadline)
         node = self.node
         body = render_regex(node, json_char_atom)
         return '"' + (f"(?:{body})" if isinstance(node, Alt) else body) + '"', None
