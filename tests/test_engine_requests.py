@@ -36,6 +36,7 @@ def _matcher(vocab, kind, spec, stops=()):
     ("ebnf", 'root ::= "x" [0-9]+', "x12", "y"),
     ("ebnf", "start: \"x\" DIGIT+\n%import common.DIGIT", "x12", "y"),
     ("choice", json.dumps(["left", "right"]), "right", "up"),
+    ("choice", json.dumps(["a b", "x&y#(z)*", "a.c"]), "x&y#(z)*", "abc"),
 ])
 def test_request_kinds(vocab, kind, spec, good, bad):
     compiled = gm.compile(grammar_for_request(kind, spec), vocab)
