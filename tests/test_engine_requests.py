@@ -146,3 +146,12 @@ def test_torch_bitmask_helpers():
     apply_token_bitmask_(logits, mask)
     assert torch.isfinite(logits[0]).nonzero().flatten().tolist() == [67]
     assert torch.isfinite(logits[1]).sum() == 72
+
+
+def test_budget_and_its_fallback(vocab):
+    compiled = gm.compile(grammar_for_request("json", json.dumps(SCHEMA)), vocab)
+    m = RequestMatcher(compiled, max_tokens=12)
+    assert m.matcher.max_tokens == 12 and m.fresh().matcher.max_tokens == 12
+    with pytest.warns(UserWarning, match="without a token budget"):
+        tiny = RequestMatcher(compiled, max_tokens=2)
+    assert tiny.matcher.max_tokens is None

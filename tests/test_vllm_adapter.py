@@ -176,13 +176,13 @@ def test_logits_processor_with_batch_updates(tokenizer):
     n = len(tokenizer)
     proc = vllm_logits.GrammaskLogitsProcessor(_config(n), torch.device("cpu"), False)
     assert isinstance(proc, lp.LogitsProcessor) and not proc.is_argmax_invariant()
-    constrained = SamplingParams(extra_args={"grammask": {"json_schema": SCHEMA}})
+    constrained = SamplingParams(max_tokens=30, extra_args={"grammask": {"json_schema": SCHEMA}})
     free = SamplingParams()
     out0, out1 = [], []
     proc.update_state(lp.BatchUpdate(batch_size=2, removed=[], added=[(0, free, [1], out1), (1, constrained, [1], out0)],
                                      moved=[]))
     proc.update_state(lp.BatchUpdate(batch_size=2, removed=[], added=[], moved=[(0, 1, lp.MoveDirectionality.SWAP)]))
-    matcher = proc._rows[0][0].compiled.matcher()
+    matcher = proc._rows[0][0].compiled.matcher(max_tokens=30)  # max_tokens is the request's budget
     for token in tokenizer.encode('{"name":"Bo","age":2}', add_special_tokens=False):
         logits = torch.zeros(2, n)
         proc.apply(logits)
@@ -203,3 +203,10 @@ def test_logits_processor_validates_params():
     with pytest.raises(ValueError):
         vllm_logits.GrammaskLogitsProcessor.validate_params(SamplingParams(extra_args={"grammask": {"nope": 1}}))
     vllm_logits.GrammaskLogitsProcessor.validate_params(SamplingParams(extra_args={"grammask": {"choice": ["a", "b"]}}))
+
+
+def test_logits_processor_budget_can_be_turned_off(tokenizer):
+    proc = vllm_logits.GrammaskLogitsProcessor(_config(len(tokenizer)), torch.device("cpu"), False)
+    params = SamplingParams(max_tokens=5, extra_args={"grammask": {"regex": "[a-z]+", "budget": False}})
+    proc.update_state(lp.BatchUpdate(batch_size=1, removed=[], added=[(0, params, [1], [])], moved=[]))
+    assert proc._rows[0][0].matcher.max_tokens is None

@@ -8,13 +8,15 @@ NumPy rows (a CPU torch tensor's ``.numpy()`` shares its memory), so it needs no
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Iterable, Sequence
 
 import numpy as np
 
 from grammask.bitmask import bitmask_words
 from grammask.compiled import CompiledGrammar
-from grammask.errors import TokenOutOfRangeError
+from grammask.errors import BudgetError, TokenOutOfRangeError
+from grammask.matcher import Matcher
 
 
 class RequestMatcher:
@@ -22,14 +24,18 @@ class RequestMatcher:
 
     ``stop_ids`` are the request's stop tokens beyond the vocabulary's EOS ids: like EOS, each is
     allowed only where the output is a whole sentence, and accepting one ends the output.
+    ``max_tokens``: the request's output limit (EOS included); the masks then keep a complete output
+    within it (see :mod:`grammask.budget`). Where the grammar cannot have a budget, or no output fits
+    it, the request is constrained without one and a warning says so (the output may then be cut).
     """
 
-    __slots__ = ("compiled", "matcher", "_eos", "_stops", "_scratch", "_words")
+    __slots__ = ("compiled", "matcher", "max_tokens", "_eos", "_stops", "_scratch", "_words")
 
-    def __init__(self, compiled: CompiledGrammar, stop_ids: Iterable[int] = ()):
+    def __init__(self, compiled: CompiledGrammar, stop_ids: Iterable[int] = (), max_tokens: int | None = None):
         vocab = compiled.vocab
         self.compiled = compiled
-        self.matcher = compiled.matcher()
+        self.max_tokens = max_tokens
+        self.matcher = _new_matcher(compiled, max_tokens)
         self._eos = vocab.eos_ids[0]
         self._stops = frozenset(int(t) for t in stop_ids if 0 <= int(t) < vocab.n_logits) - set(vocab.eos_ids)
         self._words = bitmask_words(vocab.n_logits)
@@ -37,7 +43,7 @@ class RequestMatcher:
 
     def fresh(self) -> RequestMatcher:
         """A new request of the same grammar and stop tokens, at the start of its output."""
-        return RequestMatcher(self.compiled, self._stops)
+        return RequestMatcher(self.compiled, self._stops, self.max_tokens)
 
     @property
     def num_tokens(self) -> int:
@@ -114,6 +120,17 @@ class RequestMatcher:
     def jump_forward_tokens(self) -> list[int]:
         """The tokenizer's tokens for the start of the jump-forward text, safe to accept at once."""
         return self.matcher.forced_tokens()
+
+
+def _new_matcher(compiled: CompiledGrammar, max_tokens: int | None) -> Matcher:
+    if max_tokens is None:
+        return compiled.matcher()
+    try:
+        return compiled.matcher(max_tokens=max_tokens)
+    except BudgetError as exc:
+        warnings.warn(f"grammask: request constrained without a token budget, so its output may be cut: {exc}",
+                      stacklevel=3)
+        return compiled.matcher()
 
 
 def _whole_chars(data: bytes) -> str:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import numpy as np
 import torch
 
 from grammask.bitmask import bitmask_words
@@ -18,9 +19,12 @@ def apply_token_bitmask_(logits: torch.Tensor, bitmask: torch.Tensor) -> torch.T
     ``logits`` is ``(rows, vocab)`` or ``(vocab,)`` and ``bitmask`` has as many rows (or is one row);
     logits columns past the bitmask are disallowed. Returns ``logits``.
     """
-    bits = bitmask.to(logits.device)
-    shifts = torch.arange(32, dtype=torch.int32, device=logits.device)
-    allowed = ((bits.unsqueeze(-1) >> shifts) & 1).bool().flatten(-2)
+    if logits.device.type == "cpu":
+        words = np.ascontiguousarray(bitmask.cpu().numpy())
+        allowed = torch.from_numpy(np.unpackbits(words.view(np.uint8), axis=-1, bitorder="little").view(np.bool_))
+    else:
+        shifts = torch.arange(32, dtype=torch.int32, device=logits.device)
+        allowed = ((bitmask.to(logits.device).unsqueeze(-1) >> shifts) & 1).bool().flatten(-2)
     width = logits.shape[-1]
     if allowed.shape[-1] >= width:
         allowed = allowed[..., :width]

@@ -6,7 +6,9 @@ This is vLLM's official extension point: pass the class to the engine
 a request its constraint in ``SamplingParams.extra_args["grammask"]``, one of
 ``{"json_schema": schema}`` (a dict or its JSON text), ``{"json_object": True}``, ``{"regex": r"..."}``,
 ``{"grammar": "GBNF or Lark text"}`` or ``{"choice": ["a", "b"]}``; add ``"any_whitespace": True`` to
-let JSON Schema output have RFC 8259 whitespace. Requests without it are left alone.
+let JSON Schema output have RFC 8259 whitespace. Requests without it are left alone. The request's
+``max_tokens`` is a token budget: the masks keep a complete output within it, so it ends with EOS
+rather than being cut (``"budget": False`` turns that off).
 
 vLLM refuses custom logits processors when speculative decoding is on; use
 :mod:`grammask.adapters.vllm` there. This module imports vLLM, torch and transformers.
@@ -99,7 +101,9 @@ class GrammaskLogitsProcessor(LogitsProcessor):
             if grammar is None:
                 self._rows.pop(index, None)
             else:
-                self._rows[index] = (RequestMatcher(self.compiler.compile(grammar)), output_ids, [0])
+                budget = params.max_tokens if params.extra_args[ARGS_KEY].get("budget", True) else None
+                state = RequestMatcher(self.compiler.compile(grammar), max_tokens=budget)
+                self._rows[index] = (state, output_ids, [0])
         for a, b, direction in batch_update.moved:
             row_a, row_b = self._rows.pop(a, None), self._rows.pop(b, None)
             if row_a is not None:
@@ -111,14 +115,20 @@ class GrammaskLogitsProcessor(LogitsProcessor):
         """Advance each constrained request by its new output tokens and mask its row; returns ``logits``."""
         if not self._rows:
             return logits
-        bitmask = allocate_token_bitmask(logits.shape[0], logits.shape[1])
-        for index, (state, output_ids, seen) in self._rows.items():
+        indices = sorted(self._rows)
+        bitmask = allocate_token_bitmask(len(indices), logits.shape[1])
+        for row, index in enumerate(indices):
+            state, output_ids, seen = self._rows[index]
             for token in output_ids[seen[0]:]:
                 if token < 0:  # a placeholder for a token not sampled yet
                     break
                 if not state.is_terminated():
                     state.accept(token)
                 seen[0] += 1
-            state.fill(bitmask[index].numpy())
-        apply_token_bitmask_(logits, bitmask)
+            state.fill(bitmask[row].numpy())
+        if len(indices) == logits.shape[0]:
+            apply_token_bitmask_(logits, bitmask)
+        else:
+            rows = torch.tensor(indices, device=logits.device)
+            logits[rows] = apply_token_bitmask_(logits[rows], bitmask)
         return logits
