@@ -1,7 +1,7 @@
 """What serving engines ask for, as grammask grammars.
 
-SGLang and vLLM describe a request's constraint as a kind and a string: a JSON Schema, "any JSON
-object", a regex, an EBNF grammar (GBNF as llama.cpp and xgrammar write it, or Lark) or a list of
+SGLang and vLLM describe a request's constraint as a kind and a string: a JSON Schema, any JSON value or
+object, a regex, an EBNF grammar (GBNF as llama.cpp and xgrammar write it, or Lark) or a list of
 choices. :func:`grammar_for_request` turns one into a :class:`~grammask.grammar.ir.Grammar`. It needs no
 engine and no torch.
 """
