@@ -78,6 +78,13 @@ class TokenRejectedError(TokenError):
         super().__init__(f"token {token_id} {reason}")
 
 
+class EngineTokenRejectedError(TokenRejectedError, ValueError):
+    """A serving engine gave a request's grammar a token its mask did not allow (the state is unchanged).
+
+    Also a ``ValueError``: SGLang's scheduler catches that to abort the one request rather than the server.
+    """
+
+
 class TextRejectedError(GrammaskError):
     """A text given to a matcher (a prefix to start after) cannot begin a sentence of the grammar.
 
