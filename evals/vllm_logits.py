@@ -24,7 +24,7 @@ from time import perf_counter
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 os.environ.setdefault("VLLM_CPU_KVCACHE_SPACE", "1")
 
-from json_prompts import PROMPTS, parses  # noqa: E402
+from json_prompts import PROMPTS, parses
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -136,7 +136,10 @@ def test_engine_vocabulary_from_a_transformers_tokenizer():
 
 def test_torch_bitmask_helpers():
     torch = pytest.importorskip("torch", reason="torch is not installed (pip install '.[hf]')")
-    from grammask.adapters.torch_bitmask import allocate_token_bitmask, apply_token_bitmask_
+    from grammask.adapters.torch_bitmask import (
+        allocate_token_bitmask,
+        apply_token_bitmask_,
+    )
 
     mask = allocate_token_bitmask(2, 70)
     assert mask.shape == (2, 3) and (mask == -1).all()

@@ -17,10 +17,10 @@ base = pytest.importorskip(
 )
 transformers = pytest.importorskip("transformers", reason="transformers is not installed")
 
-from conftest import DATA_DIR  # noqa: E402
+from conftest import DATA_DIR
 
-from grammask.adapters import sglang as adapter  # noqa: E402
-from grammask.bitmask import bitmask_to_bool  # noqa: E402
+from grammask.adapters import sglang as adapter
+from grammask.bitmask import bitmask_to_bool
 
 TOKENIZER = DATA_DIR / "tokenizers" / "smollm2" / "tokenizer.json"
 SCHEMA = {

@@ -23,15 +23,15 @@ so_manager = pytest.importorskip("vllm.v1.structured_output", reason="vLLM's Str
 lp = pytest.importorskip("vllm.v1.sample.logits_processor", reason="vLLM's logits processors do not import here")
 transformers = pytest.importorskip("transformers", reason="transformers is not installed")
 
-from conftest import DATA_DIR  # noqa: E402
-from vllm import SamplingParams  # noqa: E402
-from vllm.sampling_params import StructuredOutputsParams  # noqa: E402
-from vllm.v1.request import Request  # noqa: E402
+from conftest import DATA_DIR
+from vllm import SamplingParams
+from vllm.sampling_params import StructuredOutputsParams
+from vllm.v1.request import Request
 
-from grammask.adapters import vllm as adapter  # noqa: E402
-from grammask.adapters import vllm_logits  # noqa: E402
-from grammask.bitmask import bitmask_to_bool  # noqa: E402
-from grammask.errors import ConfigurationError  # noqa: E402
+from grammask.adapters import vllm as adapter
+from grammask.adapters import vllm_logits
+from grammask.bitmask import bitmask_to_bool
+from grammask.errors import ConfigurationError
 
 TOKENIZER_DIR = DATA_DIR / "tokenizers" / "smollm2"
 SCHEMA = {

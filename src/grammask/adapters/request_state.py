@@ -29,7 +29,7 @@ class RequestMatcher:
     it, the request is constrained without one and a warning says so (the output may then be cut).
     """
 
-    __slots__ = ("compiled", "matcher", "max_tokens", "_eos", "_stops", "_scratch", "_words")
+    __slots__ = ("_eos", "_scratch", "_stops", "_words", "compiled", "matcher", "max_tokens")
 
     def __init__(self, compiled: CompiledGrammar, stop_ids: Iterable[int] = (), max_tokens: int | None = None):
         vocab = compiled.vocab

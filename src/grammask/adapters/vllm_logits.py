@@ -22,7 +22,11 @@ from typing import Any
 import torch
 import transformers
 from vllm import SamplingParams
-from vllm.v1.sample.logits_processor import BatchUpdate, LogitsProcessor, MoveDirectionality
+from vllm.v1.sample.logits_processor import (
+    BatchUpdate,
+    LogitsProcessor,
+    MoveDirectionality,
+)
 
 from grammask.adapters.engine_vocab import engine_vocabulary
 from grammask.adapters.request_state import RequestMatcher
@@ -50,9 +54,7 @@ def request_grammar(params: SamplingParams) -> Grammar | None:
         raise ConfigurationError(f"extra_args[{ARGS_KEY!r}] needs exactly one of {', '.join(_KINDS)}, got {args!r}")
     kind = kinds[0]
     spec = args[kind]
-    if kind == "json_schema" and not isinstance(spec, str):
-        spec = json.dumps(spec)
-    elif kind == "choice":
+    if kind == "json_schema" and not isinstance(spec, str) or kind == "choice":
         spec = json.dumps(spec)
     try:
         return grammar_for_request(_KINDS[kind], "" if kind == "json_object" else spec,
