@@ -31,7 +31,7 @@ import numpy as np
 
 from grammask.canonical.model import BpeModel
 
-NO_MERGE = np.iinfo(np.int64).max
+NO_MERGE = int(np.iinfo(np.int32).max)
 
 
 @dataclass(frozen=True)
@@ -91,10 +91,10 @@ def build_pair_table(model: BpeModel, symbols: Sequence[Sequence[int] | None]) -
         whole=whole,
         right_start=right_start,
         right_sym=r[:, 0].astype(np.int32),
-        right_next=r[:, 1].copy(),
+        right_next=r[:, 1].astype(np.int32),
         left_start=left_start,
         left_sym=l_[:, 0].astype(np.int32),
-        left_next=l_[:, 1].copy(),
+        left_next=l_[:, 1].astype(np.int32),
     )
 
 
@@ -105,7 +105,7 @@ def _record_stages(
     n = len(syms)
     nxt = list(range(1, n + 1))
     last = n - 1
-    for k, (rank, i, merged) in enumerate(done):
+    for rank, i, merged in done:
         right.append((syms[last], rank))
         left.append((syms[0], rank))
         j = nxt[i]
@@ -113,8 +113,8 @@ def _record_stages(
         nxt[i] = nxt[j]
         if j == last:
             last = i
-    right.append((syms[last], int(NO_MERGE)))
-    left.append((syms[0], int(NO_MERGE)))
+    right.append((syms[last], NO_MERGE))
+    left.append((syms[0], NO_MERGE))
 
 
 def pair_kept(
