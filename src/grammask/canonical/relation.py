@@ -84,6 +84,12 @@ class CanonicalRelation:
         self._states: list[tuple[bool, tuple[int, ...]]] = [(True, ())]
         self._index: dict[tuple[bool, tuple[int, ...]], int] = {(True, ()): 0}
         self._next: dict[tuple[int, int], int] = {}
+        self._alive_memo: dict[int, bool] = {}
+        by_first: dict[int, list[int]] = {}
+        for i in sorted(range(len(self._tokens)), key=lambda i: len(self._tokens[i] or b"")):
+            if self._tokens[i] is not None and 0x80 <= self._tokens[i][0] < 0xC0:
+                by_first.setdefault(self._tokens[i][0], []).append(i)
+        self._by_first_byte = by_first
         self._candidates = np.array([i for i, t in enumerate(self._tokens) if t is not None], dtype=np.int32)
 
     @property
@@ -140,7 +146,28 @@ class CanonicalRelation:
         if found is None:
             found = self._index[key] = len(self._states)
             self._states.append(key)
+        return found if self._alive(found) else NOT_CANONICAL
+
+    def _alive(self, state: int) -> bool:
+        """Whether a state whose text ends inside a character has a token that goes on canonically (others have)."""
+        found = self._alive_memo.get(state)
+        if found is None:
+            data = b"".join(self._tokens[t] for t in self._states[state][1])
+            split = split_utf8(data)
+            partial = split[1] if split else b""
+            found = not partial or self._continues(state, partial)
+            self._alive_memo[state] = found
         return found
+
+    def _continues(self, state: int, partial: bytes) -> bool:
+        """Whether some token whose bytes go on with the character ``partial`` started is a canonical next step."""
+        for byte in range(0x80, 0xC0):
+            if split_utf8(partial + bytes([byte])) is None:
+                continue
+            for t in self._by_first_byte.get(byte, ()):
+                if split_utf8(partial + self._tokens[t]) is not None and self.step(state, t) != NOT_CANONICAL:
+                    return True
+        return False
 
     def _check(self, at_start: bool, window: tuple[int, ...], final: bool) -> int | None:
         """None when no text can follow ``window`` canonically (``final``: none at all), else how many leading tokens to forget."""
@@ -177,7 +204,7 @@ class CanonicalRelation:
             if good is None:
                 return None
             certain.add(char_at[char])
-            certain.update(char_at[char + c] for c in _agreed_cuts(good))
+            certain.update(char_at[char + c] for c in _agreed_cuts(hypotheses))
         return self._forget(window, starts, ends, text, char_at, certain)
 
     def _region_cut(
@@ -270,7 +297,11 @@ class CanonicalRelation:
 
 
 def _agreed_cuts(hypotheses: Sequence[tuple[int, ...]]) -> list[int]:
-    """The cuts every hypothesis makes, with the same cuts before them."""
+    """The cuts every hypothesis makes, with the same cuts before them.
+
+    All hypotheses count, not only those the tokens so far satisfy: a later token may take the text
+    the way of one the tokens so far violate, and must then be refused, which needs the text before.
+    """
     agreed = []
     for k, cut in enumerate(hypotheses[0]):
         if any(len(h) <= k or h[k] != cut for h in hypotheses):
