@@ -9,6 +9,7 @@ some continuation ``s`` among the rest of the string and a fixed set of short co
 
 from __future__ import annotations
 
+import functools
 import os
 import random
 from collections import defaultdict
@@ -76,8 +77,12 @@ def sample_strings(n: int, seed: int = 0) -> list[str]:
     return out
 
 
+_AFTER_COMPLETION = tuple(c.encode() for c in ("", " ", "\n", "1", "!", "A", "E", "T", *"abcdefghijklmnopqrstuvwxyz"))
+
+
 def _completions(data: bytes) -> list[bytes]:
-    """The byte strings that complete the incomplete character ``data`` ends with (a sample for 4-byte ones)."""
+    """Byte strings that complete the incomplete character ``data`` ends with (all when one byte is missing, else
+    256), alone or followed by a space, a line break, a digit, a punctuation mark or a letter."""
     for back in range(1, min(3, len(data)) + 1):
         lead = data[-back]
         if lead >= 0xC0:
@@ -85,8 +90,9 @@ def _completions(data: bytes) -> list[bytes]:
             missing = length - back
             if missing <= 0:
                 return []
-            tails = range(64**missing) if missing <= 2 else random.Random(lead).sample(range(64**missing), 3000)
-            return [bytes(0x80 | (t >> (6 * k)) & 0x3F for k in reversed(range(missing))) for t in tails]
+            tails = range(64) if missing == 1 else random.Random(lead).sample(range(64**missing), 256)
+            ends = [bytes(0x80 | (t >> (6 * k)) & 0x3F for k in reversed(range(missing))) for t in tails]
+            return [end + more for end in ends for more in _AFTER_COMPLETION]
         if lead < 0x80:
             return []
     return []
@@ -117,14 +123,30 @@ class Oracle:
             if not data.startswith(b" "):
                 return False
             data = data[1:]
-        texts = []
-        for more in (rest, *_completions(data), *(c.encode() for c in CONTINUATIONS)):
-            try:
-                texts.append((data + more).decode("utf-8"))
-            except UnicodeDecodeError:
-                continue
-        n = len(ids)
-        return any(list(e.ids[:n]) == list(ids) for e in self.tokenizer.encode_batch(texts, add_special_tokens=False))
+        n, want = len(ids), list(ids)
+        for tries in ((rest, *(c.encode() for c in CONTINUATIONS)), _completions(data)):
+            texts = []
+            for more in tries:
+                try:
+                    texts.append((data + more).decode("utf-8"))
+                except UnicodeDecodeError:
+                    continue
+            if any(e.ids[:n] == want for e in self.tokenizer.encode_batch(texts, add_special_tokens=False)):
+                return True
+        return False
+
+    def confirms(self, ids: Sequence[int]) -> bool:
+        """Whether ``ids`` is the tokenizer's own encoding of its text."""
+        data = self.vocab.decode(ids)
+        if self.prepend and ids:
+            if not data.startswith(b" "):
+                return False
+            data = data[1:]
+        try:
+            text = data.decode("utf-8")
+        except UnicodeDecodeError:
+            return False
+        return self.vocab.encode(text) == list(ids)
 
     def resegment(self, ids: Sequence[int], rng: random.Random) -> tuple[list[int], int] | None:
         """``ids`` with one token split into two tokens spelling the same bytes, and the position split; None if none splits."""
@@ -140,3 +162,40 @@ class Oracle:
         token = self.vocab.tokens[ids[pos]]
         left, right = rng.choice(self.by_bytes[token[:k]]), rng.choice(self.by_bytes[token[k:]])
         return [*ids[:pos], left, right, *ids[pos + 1 :]], pos
+
+
+def relation_witness(relation, vocab: Vocabulary, ids: Sequence[int], depth: int = 3) -> list[int] | None:
+    """Tokens after ``ids`` that the relation takes to a state where the sequence may end (None if none found)."""
+    state = relation.start_state()
+    for t in ids:
+        state = relation.step(state, t)
+        if state < 0:
+            return None
+    order = _by_length(vocab)
+    return _witness_from(relation, vocab, state, vocab.decode(ids), order, depth)
+
+
+@functools.cache
+def _by_length(vocab: Vocabulary) -> tuple[list[int], list[int]]:
+    """Text tokens by length: all, and those that start with a UTF-8 continuation byte."""
+    order = sorted((i for i, t in enumerate(vocab.tokens) if t is not None), key=lambda i: len(vocab.tokens[i]))
+    return order, [i for i in order if 0x80 <= vocab.tokens[i][0] < 0xC0]
+
+
+def _witness_from(relation, vocab, state, data: bytes, order, depth: int) -> list[int] | None:
+    if relation.can_end(state):
+        return []
+    if depth == 0:
+        return None
+    try:
+        data.decode("utf-8")
+        candidates = order[0]
+    except UnicodeDecodeError:
+        candidates = order[1]
+    for t in candidates:
+        after = relation.step(state, t)
+        if after >= 0:
+            rest = _witness_from(relation, vocab, after, data + vocab.tokens[t], order, depth - 1)
+            if rest is not None:
+                return [t, *rest]
+    return None
