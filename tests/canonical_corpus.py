@@ -77,12 +77,13 @@ def sample_strings(n: int, seed: int = 0) -> list[str]:
     return out
 
 
-_AFTER_COMPLETION = tuple(c.encode() for c in ("", " ", "\n", "1", "!", "A", "E", "T", *"abcdefghijklmnopqrstuvwxyz"))
+_AFTER_COMPLETION = tuple(c.encode() for c in ("", " ", "\n", "1", "!", "a", "s", "T"))
 
 
 def _completions(data: bytes) -> list[bytes]:
     """Byte strings that complete the incomplete character ``data`` ends with (all when one byte is missing, else
-    256), alone or followed by a space, a line break, a digit, a punctuation mark or a letter."""
+    256), alone or followed by a space, a line break, a digit, a punctuation mark or a letter (the relation's
+    own witness covers the rarer cases)."""
     for back in range(1, min(3, len(data)) + 1):
         lead = data[-back]
         if lead >= 0xC0:
@@ -117,14 +118,19 @@ class Oracle:
         return ids if self.vocab.decode(ids) == expected else None
 
     def extendable(self, ids: Sequence[int], rest: bytes = b"") -> bool:
-        """Whether ``encode(text(ids) + s)`` starts with ``ids`` for some tried continuation ``s``."""
+        """Whether ``encode(text(ids) + s)`` starts with ``ids`` for some tried continuation ``s``.
+
+        Tried in turn: the rest of the string and nothing; the fixed continuations; completions of an
+        incomplete last character.
+        """
         data = self.vocab.decode(ids)
         if self.prepend and ids:
             if not data.startswith(b" "):
                 return False
             data = data[1:]
         n, want = len(ids), list(ids)
-        for tries in ((rest, *(c.encode() for c in CONTINUATIONS)), _completions(data)):
+        stages = ((rest, b""), tuple(c.encode() for c in CONTINUATIONS), _completions(data))
+        for tries in stages:
             texts = []
             for more in tries:
                 try:
