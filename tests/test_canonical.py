@@ -145,3 +145,91 @@ def test_pair_rule_agrees_with_the_bpe_model(name):
         kept += got
         refused += not got
     assert kept > 500 and refused > 200, (kept, refused)
+
+
+def _ids(name: str, *pieces: bytes) -> list[int]:
+    """Token ids by their bytes (a piece rather than a ``<0xNN>`` byte token where both spell them)."""
+    tokens, byte_tokens = get_vocab(name).tokens, relation(name)._byte_value
+    return [min(i for i, t in enumerate(tokens) if t == p and i not in byte_tokens) for p in pieces]
+
+
+def test_lookahead_cuts_of_llama3():
+    """``\\s+(?!\\S)`` leaves the last space of a run to the next word; digits go by three from the left."""
+    rel = relation("llama3")
+    assert rel.accepts(_ids("llama3", b"a", b" ", b" b")) == 4
+    assert rel.accepts(_ids("llama3", b"a", b"  ", b"b")) == 2
+    assert rel.accepts(_ids("llama3", b"a", b"  ")) == 3  # the run may end the text
+    assert rel.accepts(_ids("llama3", b"123", b"45")) == 3
+    assert rel.accepts(_ids("llama3", b"12", b"345")) == 1
+    assert rel.accepts(_ids("llama3", b"a", b" ", b" ")) == 3  # taken (' 1' may follow), but no whole: '  ' is one token
+
+
+def test_added_tokens_and_byte_fallback():
+    """Gemma-3's line breaks are added tokens (leftmost-longest); Llama-2 starts with a space and falls back to bytes."""
+    gemma = relation("gemma3")
+    assert gemma.accepts(_ids("gemma3", b"a", b"\n\n", b"b")) == 4
+    assert gemma.accepts(_ids("gemma3", b"a", b"\n", b"\n")) == 2
+    llama2, vocab = relation("llama2"), get_vocab("llama2")
+    assert llama2.accepts(_ids("llama2", b"a")) == 0
+    assert llama2.accepts(_ids("llama2", b" a")) == 2
+    byte = {b: vocab.tokens.index(bytes([b])) for b in (0x41, 0xF0, 0x9F, 0xA6, 0x96)}
+    assert llama2.accepts([_ids("llama2", b" ")[0], byte[0x41]]) == 1  # 'A' is a piece: never as a byte
+    rare = [byte[b] for b in "\U0001f996".encode()]  # no piece for this character
+    ids = vocab.encode("\U0001f996")
+    assert ids[-4:] == rare
+    assert llama2.accepts(ids) == len(ids) + 1
+    assert llama2.accepts(ids[:-1]) == len(ids) - 1  # taken, but the character is incomplete
+
+
+def test_allowed_agrees_with_the_encoding():
+    """``allowed`` holds each next token of the tokenizer's encoding and refuses the split."""
+    rel, vocab = relation("smollm2"), get_vocab("smollm2")
+    ids = vocab.encode("Hello, world! 1234")
+    state = rel.start_state()
+    for t in ids[:2]:
+        allowed = rel.allowed(state)
+        assert t in allowed
+        state = rel.step(state, t)
+    first, second = _ids("smollm2", b" wor", b"ld")
+    assert vocab.tokens[ids[2]] == b" world" and first in rel.allowed(state)
+    assert rel.step(rel.step(state, first), second) == NOT_CANONICAL
+
+
+def test_cached_build(tmp_path):
+    """A second build reads the per-token tables from the disk cache and answers the same."""
+    vocab = get_vocab("smollm2")
+    cold = build_relation(vocab, cache=tmp_path)
+    warm = build_relation(vocab, cache=tmp_path)
+    assert not cold.from_cache and warm.from_cache
+    assert cold.nbytes == warm.nbytes > 0
+    ids = vocab.encode("def f(x):\n    return x  # done")
+    assert cold.accepts(ids) == warm.accepts(ids) == len(ids) + 1
+
+
+def _rewritten(tmp_path, **fields) -> Vocabulary:
+    data = json.loads((get_tokenizer_dir("smollm2") / "tokenizer.json").read_text())
+    data.update(fields)
+    path = tmp_path / "tokenizer.json"
+    path.write_text(json.dumps(data))
+    return Vocabulary.from_tokenizer_json(path, eos_ids=[2])
+
+
+def test_unsupported_tokenizers_are_refused(tmp_path):
+    split = {"type": "Split", "pattern": {"Regex": r"\w+|\W"}, "behavior": "Isolated", "invert": False}
+    byte_level = {"type": "ByteLevel", "add_prefix_space": False, "trim_offsets": False, "use_regex": False}
+    with pytest.raises(CanonicalError, match="Split regex"):
+        build_relation(_rewritten(tmp_path, pre_tokenizer={"type": "Sequence", "pretokenizers": [split, byte_level]}), cache=False)
+    with pytest.raises(CanonicalError, match="normalizer"):
+        build_relation(_rewritten(tmp_path, normalizer={"type": "Lowercase"}), cache=False)
+    with pytest.raises(CanonicalError, match="pre-tokenizer"):
+        build_relation(_rewritten(tmp_path, pre_tokenizer={"type": "Whitespace"}), cache=False)
+    with pytest.raises(VocabularyError, match="token list"):
+        build_relation(Vocabulary([b"a", b"b", None], eos_ids=[2]), cache=False)
+
+
+def test_llama3_builds_within_a_minute():
+    """The speed bar: a cold build for Llama-3 (128K tokens, 280K merges) takes at most 60 s."""
+    began = time.perf_counter()
+    rel = build_relation(get_vocab("llama3"), cache=False)
+    assert time.perf_counter() - began <= 60
+    assert rel.build_seconds <= 60
