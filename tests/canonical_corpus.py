@@ -154,20 +154,23 @@ class Oracle:
             return False
         return self.vocab.encode(text) == list(ids)
 
-    def resegment(self, ids: Sequence[int], rng: random.Random) -> tuple[list[int], int] | None:
-        """``ids`` with one token split into two tokens spelling the same bytes, and the position split; None if none splits."""
+    def resegment(self, ids: Sequence[int], rng: random.Random, count: int = 2) -> list[tuple[list[int], int]]:
+        """Up to ``count`` different ways of splitting one token of ``ids`` into two tokens spelling the same bytes.
+
+        Each is the new sequence and the position split.
+        """
         options = []
         for pos, t in enumerate(ids):
             token = self.vocab.tokens[t]
             for k in range(1, len(token)):
                 if token[:k] in self.by_bytes and token[k:] in self.by_bytes:
                     options.append((pos, k))
-        if not options:
-            return None
-        pos, k = rng.choice(options)
-        token = self.vocab.tokens[ids[pos]]
-        left, right = rng.choice(self.by_bytes[token[:k]]), rng.choice(self.by_bytes[token[k:]])
-        return [*ids[:pos], left, right, *ids[pos + 1 :]], pos
+        out = []
+        for pos, k in rng.sample(options, min(count, len(options))):
+            token = self.vocab.tokens[ids[pos]]
+            left, right = rng.choice(self.by_bytes[token[:k]]), rng.choice(self.by_bytes[token[k:]])
+            out.append(([*ids[:pos], left, right, *ids[pos + 1 :]], pos))
+        return out
 
 
 def relation_witness(relation, vocab: Vocabulary, ids: Sequence[int], depth: int = 3) -> list[int] | None:

@@ -3,7 +3,7 @@
 For strings of five kinds (``canonical_corpus.sample_strings``), on all five test tokenizers:
 
 * the tokenizer's own encoding passes the relation at every step, and may end;
-* a re-segmentation (one token split into two tokens that exist) is refused at its first
+* a re-segmentation (one token split into two tokens that exist; up to two per string) is refused at its first
   non-canonical step: the prefix before the refusal is extendable (the tokenizer's encoding of its text
   plus some continuation starts with it) and the refused prefix is not (no tried continuation gives it);
   a refusal at the end means the whole is extendable but not the encoding of its text.
@@ -56,16 +56,13 @@ def check_against_tokenizer(name: str, n: int, seed: int = 0) -> dict[str, int]:
             failures.append(f"own encoding of {text[:60]!r} refused at step {taken}")
             continue
         counts["canonical_ok"] += 1
-        split = oracle.resegment(ids, rng)
-        if split is None:
-            continue
-        tokens, _ = split
-        counts["resegmented"] += 1
-        problem = _first_step_problem(rel, vocab, oracle, ids, tokens)
-        if problem:
-            failures.append(f"{text[:60]!r} split as {[vocab.tokens[t] for t in tokens]}: {problem}")
-        else:
-            counts["resegmented_ok"] += 1
+        for tokens, _ in oracle.resegment(ids, rng):
+            counts["resegmented"] += 1
+            problem = _first_step_problem(rel, vocab, oracle, ids, tokens)
+            if problem:
+                failures.append(f"{text[:60]!r} split as {[vocab.tokens[t] for t in tokens]}: {problem}")
+            else:
+                counts["resegmented_ok"] += 1
     assert not failures, f"{len(failures)} failures on {name}:\n" + "\n".join(failures[:10])
     return counts
 
@@ -95,7 +92,7 @@ def _first_step_problem(rel, vocab, oracle: Oracle, ids: list[int], tokens: list
 def test_relation_agrees_with_the_tokenizer(name):
     counts = check_against_tokenizer(name, FAST_STRINGS)
     assert counts["round_trip"] >= 0.9 * FAST_STRINGS
-    assert counts["resegmented"] >= 0.6 * FAST_STRINGS
+    assert counts["resegmented"] >= FAST_STRINGS
 
 
 @pytest.mark.slow
@@ -104,6 +101,7 @@ def test_relation_agrees_with_the_tokenizer_on_20000_strings(name):
     counts = check_against_tokenizer(name, SLOW_STRINGS)
     print(name, counts)
     assert counts["round_trip"] >= 0.9 * SLOW_STRINGS
+    assert counts["resegmented"] >= SLOW_STRINGS
 
 
 def _model_pieces(name: str) -> tuple[BpeModel, dict[int, str]]:

@@ -20,9 +20,10 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
-from functools import lru_cache
+from functools import cache, lru_cache
 from typing import Any
 
+import numpy as np
 import regex
 import tokenizers
 
@@ -43,7 +44,7 @@ _CONTINUATIONS = (
 _SPACE, _LETTER, _NUMBER = regex.compile(r"\s"), regex.compile(r"\p{L}"), regex.compile(r"\p{N}")
 
 
-@lru_cache(maxsize=None)
+@cache
 def char_class(ch: str) -> str:
     """The representative of ``ch``'s class: itself for space, CR, LF, apostrophe and contraction letters."""
     if ch in " \n\r'" or ch in _CONTRACTION_LETTERS:
@@ -57,20 +58,34 @@ def char_class(ch: str) -> str:
     return "!"
 
 
+_CLASSES = "\t b1!"
+
+
+@cache
+def _class_table() -> np.ndarray:
+    """The class of every code point above 0x7F, as an index into ``_CLASSES`` (5 for surrogates)."""
+    table = np.full(0x110000, 4, dtype=np.uint8)
+    text = "".join(map(chr, range(0x110000)))
+    for pattern, index in ((r"\p{N}+", 3), (r"\p{L}+", 2), (r"\s+", 0)):
+        for m in regex.finditer(pattern, text):
+            table[m.start() : m.end()] = index
+    table[0xD800:0xE000] = 5
+    return table
+
+
 @lru_cache(maxsize=4096)
 def partial_classes(partial: bytes) -> frozenset[str]:
     """The classes of every character whose UTF-8 encoding starts with ``partial`` (an incomplete character)."""
     lead = partial[0]
     length = 2 if lead < 0xE0 else 3 if lead < 0xF0 else 4
-    missing = length - len(partial)
-    found: set[str] = set()
-    for tail in range(64**missing):
-        rest = bytes(0x80 | ((tail >> (6 * k)) & 0x3F) for k in reversed(range(missing)))
-        try:
-            found.add(char_class((partial + rest).decode("utf-8")))
-        except UnicodeDecodeError:
-            continue
-    return frozenset(found)
+    code = lead & (0x7F >> length)
+    for byte in partial[1:]:
+        code = code << 6 | byte & 0x3F
+    missing = 6 * (length - len(partial))
+    low = max(code << missing, (0x80, 0x800, 0x10000)[length - 2])
+    high = min((code + 1) << missing, 0x110000)
+    found = np.unique(_class_table()[low:high])
+    return frozenset(_CLASSES[i] for i in found.tolist() if i < len(_CLASSES) and _CLASSES[i] != " ")
 
 
 def _steps(component: Mapping[str, Any] | None, key: str) -> list[Mapping[str, Any]]:
@@ -106,9 +121,8 @@ class Segmenter:
         pre = _steps(data.get("pre_tokenizer"), "pretokenizers")
         self.splits = _read_pre_tokenizer(pre, sp_replace) is not None
         self._pre_tokenizer = tokenizer.pre_tokenizer
-        for content, _ in added.items():
-            if not content:
-                raise CanonicalError("an added token has empty content")
+        if "" in added:
+            raise CanonicalError("an added token has empty content")
         if added and self.prepend_space:
             raise CanonicalError("non-special added tokens with a Prepend normalizer are not supported")
         self.added = dict(added)

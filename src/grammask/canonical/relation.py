@@ -120,8 +120,19 @@ class CanonicalRelation:
         return not window or self._check(at_start, window, final=True) is not None
 
     def allowed(self, state: int) -> np.ndarray:
-        """The token ids that keep the sequence canonical after ``state``, ascending (int32)."""
-        keep = [t for t in self._candidates.tolist() if self.step(state, t) != NOT_CANONICAL]
+        """The token ids that keep the sequence canonical after ``state``, ascending (int32).
+
+        A token after which the text may end is taken without looking further; the others go
+        through :meth:`step`.
+        """
+        at_start, window = self._states[state]
+        keep = []
+        for t in self._candidates.tolist():
+            found = self._next.get((state, t))
+            if found is None and self._check(at_start, (*window, t), final=True) is not None:
+                keep.append(t)
+            elif (found if found is not None else self.step(state, t)) != NOT_CANONICAL:
+                keep.append(t)
         return np.array(keep, dtype=np.int32)
 
     def accepts(self, ids: Sequence[int]) -> int:
