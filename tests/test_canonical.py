@@ -159,11 +159,12 @@ def test_lookahead_cuts_of_llama3():
     assert rel.accepts(_ids("llama3", b"a", b"  ")) == 3  # the run may end the text
     assert rel.accepts(_ids("llama3", b"123", b"45")) == 3
     assert rel.accepts(_ids("llama3", b"12", b"345")) == 1
-    assert rel.accepts(_ids("llama3", b"a", b" ", b" ")) == 3  # taken (' 1' may follow), but no whole: '  ' is one token
+    # taken (' 1' may follow), but not as a whole: '  ' is one token
+    assert rel.accepts(_ids("llama3", b"a", b" ", b" ")) == 3
 
 
 def test_added_tokens_and_byte_fallback():
-    """Gemma-3's line breaks are added tokens (leftmost-longest); Llama-2 starts with a space and falls back to bytes."""
+    """Gemma-3's line breaks are added tokens (leftmost-longest); Llama-2 starts with a space, falls back to bytes."""
     gemma = relation("gemma3")
     assert gemma.accepts(_ids("gemma3", b"a", b"\n\n", b"b")) == 4
     assert gemma.accepts(_ids("gemma3", b"a", b"\n", b"\n")) == 2
@@ -216,7 +217,8 @@ def test_unsupported_tokenizers_are_refused(tmp_path):
     split = {"type": "Split", "pattern": {"Regex": r"\w+|\W"}, "behavior": "Isolated", "invert": False}
     byte_level = {"type": "ByteLevel", "add_prefix_space": False, "trim_offsets": False, "use_regex": False}
     with pytest.raises(CanonicalError, match="Split regex"):
-        build_relation(_rewritten(tmp_path, pre_tokenizer={"type": "Sequence", "pretokenizers": [split, byte_level]}), cache=False)
+        sequence = {"type": "Sequence", "pretokenizers": [split, byte_level]}
+        build_relation(_rewritten(tmp_path, pre_tokenizer=sequence), cache=False)
     with pytest.raises(CanonicalError, match="normalizer"):
         build_relation(_rewritten(tmp_path, normalizer={"type": "Lowercase"}), cache=False)
     with pytest.raises(CanonicalError, match="pre-tokenizer"):

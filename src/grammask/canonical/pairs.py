@@ -122,7 +122,9 @@ def pair_kept(
     right: Sequence[tuple[int, int]],
     left: Sequence[tuple[int, int]],
 ) -> bool:
-    """Whether BPE keeps whole tokens apart, given the left token's right-edge stages and the right one's left-edge stages.
+    """Whether BPE keeps two whole tokens apart.
+
+    ``right``: the left token's right-edge stages; ``left``: the right token's left-edge stages.
 
     Keys compare as ``3 * rank + side`` (left part 0, boundary 1, right part 2): ties at one rank
     pop by position.

@@ -141,10 +141,11 @@ class Segmenter:
 
     def straddles(self, text: str, end: int) -> bool:
         """Whether ``text[:end]`` ends with a proper prefix of an added token (text after ``end`` could complete it)."""
-        return any(text[max(0, end - k) : end] in self._added_prefixes for k in range(1, min(end, self._max_prefix) + 1))
+        longest = min(end, self._max_prefix)
+        return any(text[end - k : end] in self._added_prefixes for k in range(1, longest + 1))
 
     def cuts(self, text: str, partial: bytes) -> tuple[tuple[int, ...], ...]:
-        """The pre-tokenizer's cuts in ``text`` (then an incomplete character ``partial``), one entry per way it may go on.
+        """The pre-tokenizer's cuts in ``text`` (then an incomplete character ``partial``), one entry per continuation.
 
         Each entry holds the character offsets in ``(0, len(text)]`` where a pre-token ends. The last
         pre-token ends with the text when ``len(text)`` is among them (never with an incomplete

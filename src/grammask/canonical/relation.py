@@ -129,14 +129,15 @@ class CanonicalRelation:
         keep = []
         for t in self._candidates.tolist():
             found = self._next.get((state, t))
-            if found is None and self._check(at_start, (*window, t), final=True) is not None:
-                keep.append(t)
-            elif (found if found is not None else self.step(state, t)) != NOT_CANONICAL:
+            if found is None:
+                may_end = self._check(at_start, (*window, t), final=True) is not None
+                found = 0 if may_end else self.step(state, t)
+            if found != NOT_CANONICAL:
                 keep.append(t)
         return np.array(keep, dtype=np.int32)
 
     def accepts(self, ids: Sequence[int]) -> int:
-        """How many of ``ids`` are taken before the first non-canonical step; ``len(ids) + 1`` if the whole is canonical."""
+        """How many of ``ids`` are taken before the first non-canonical step; ``len(ids) + 1`` if all is canonical."""
         state = self.start_state()
         for k, token in enumerate(ids):
             state = self.step(state, token)
@@ -181,7 +182,10 @@ class CanonicalRelation:
         return False
 
     def _check(self, at_start: bool, window: tuple[int, ...], final: bool) -> int | None:
-        """None when no text can follow ``window`` canonically (``final``: none at all), else how many leading tokens to forget."""
+        """How many leading tokens of ``window`` to forget; None when no text can follow it canonically.
+
+        ``final``: the text ends with the window.
+        """
         parts = [self._tokens[t] for t in window]
         data = b"".join(parts)
         if at_start and self._seg.prepend_space and not data.startswith(b" "):
