@@ -57,6 +57,11 @@ class VocabularyError(GrammaskError):
     """A tokenizer file or object cannot be turned into a vocabulary."""
 
 
+class CanonicalError(VocabularyError):
+    """A tokenizer's canonical tokenizations cannot be decided exactly (an unsupported normalizer,
+    pre-tokenizer or model); the message names the part at fault."""
+
+
 class TokenError(GrammaskError):
     """A token id is out of range, or is not allowed in the matcher's current state."""
 

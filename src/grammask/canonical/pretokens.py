@@ -1,0 +1,217 @@
+"""Where a tokenizer cuts text before BPE: its added tokens, its normalizer's space marker, its pre-tokenizer.
+
+Supported, read from tokenizer.json (anything else raises :class:`~grammask.errors.CanonicalError`):
+
+* normalizer: none; ``NFC``; SentencePiece's ``Replace(" ", "▁")``, optionally after ``Prepend("▁")``;
+* pre-tokenizer: none; ``Split(" ")`` after that ``Replace`` (it never finds a space); the GPT-2 split
+  (``ByteLevel`` with ``use_regex``, optionally after ``Digits(individual_digits)``); ``Split`` with
+  the Llama-3 or Qwen2/3 regex (``Isolated``) before a ``ByteLevel`` without regex;
+* non-special added tokens, matched in the raw text leftmost-longest before anything else.
+
+The supported regexes test a character only for membership in a few classes (space, CR, LF, other
+white space, apostrophe, the letters of the English contractions, other letters, numbers, the rest), so
+the pre-tokenizer's cuts are computed on a string of one representative per class, with the
+tokenizer's own pre-tokenizer, and memoised by that string. Cuts near the end of a text depend on
+what follows: every continuation of up to two classes is tried (and more only ever extends a white-space
+run, which a two-class continuation already shows).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from functools import cache, lru_cache
+from typing import Any
+
+import numpy as np
+import regex
+import tokenizers
+
+from grammask.errors import CanonicalError
+
+GPT2_REGEX = "GPT-2"
+_KNOWN_SPLIT_REGEXES = {
+    r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+": "Llama-3",
+    r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+": "Qwen2",
+}
+_CONTRACTION_LETTERS = "strevmldSTREVMLD"
+_REPRESENTATIVES = (" ", "\n", "\r", "\t", "'", "!", "1", "b", *_CONTRACTION_LETTERS)
+_CONTINUATIONS = (
+    "",
+    *_REPRESENTATIVES,
+    *(first + second for first in " \n\r\t'" for second in _REPRESENTATIVES),
+)
+_SPACE, _LETTER, _NUMBER = regex.compile(r"\s"), regex.compile(r"\p{L}"), regex.compile(r"\p{N}")
+
+
+@cache
+def char_class(ch: str) -> str:
+    """The representative of ``ch``'s class: itself for space, CR, LF, apostrophe and contraction letters."""
+    if ch in " \n\r'" or ch in _CONTRACTION_LETTERS:
+        return ch
+    if _SPACE.match(ch):
+        return "\t"
+    if _LETTER.match(ch):
+        return "b"
+    if _NUMBER.match(ch):
+        return "1"
+    return "!"
+
+
+_CLASSES = "\t b1!"
+
+
+@cache
+def _class_table() -> np.ndarray:
+    """The class of every code point above 0x7F, as an index into ``_CLASSES`` (5 for surrogates)."""
+    table = np.full(0x110000, 4, dtype=np.uint8)
+    text = "".join(map(chr, range(0x110000)))
+    for pattern, index in ((r"\p{N}+", 3), (r"\p{L}+", 2), (r"\s+", 0)):
+        for m in regex.finditer(pattern, text):
+            table[m.start() : m.end()] = index
+    table[0xD800:0xE000] = 5
+    return table
+
+
+@lru_cache(maxsize=4096)
+def partial_classes(partial: bytes) -> frozenset[str]:
+    """The classes of every character whose UTF-8 encoding starts with ``partial`` (an incomplete character)."""
+    lead = partial[0]
+    length = 2 if lead < 0xE0 else 3 if lead < 0xF0 else 4
+    code = lead & (0x7F >> length)
+    for byte in partial[1:]:
+        code = code << 6 | byte & 0x3F
+    missing = 6 * (length - len(partial))
+    low = max(code << missing, (0x80, 0x800, 0x10000)[length - 2])
+    high = min((code + 1) << missing, 0x110000)
+    found = np.unique(_class_table()[low:high])
+    return frozenset(_CLASSES[i] for i in found.tolist() if i < len(_CLASSES) and _CLASSES[i] != " ")
+
+
+def _steps(component: Mapping[str, Any] | None, key: str) -> list[Mapping[str, Any]]:
+    if component is None:
+        return []
+    if component.get("type") == "Sequence":
+        return [step for child in component[key] for step in _steps(child, key)]
+    return [component]
+
+
+class Segmenter:
+    """The cuts a tokenizer makes in text before BPE, for a text and each way it may continue.
+
+    ``prepend_space``: the normalizer puts ``▁`` before the text (the first token starts with a space).
+    ``nfc``: the normalizer composes the text (NFC); a text that is not NFC has no tokenization.
+    ``splits``: the pre-tokenizer cuts text (else one model segment is one pre-token).
+    """
+
+    def __init__(self, data: Mapping[str, Any], tokenizer: tokenizers.Tokenizer, added: Mapping[str, int]):
+        """Reads the normalizer, pre-tokenizer and non-special added tokens (content -> id) of a tokenizer.json.
+
+        Raises :class:`~grammask.errors.CanonicalError` for a normalizer, pre-tokenizer or added-token
+        option the relation does not model exactly.
+        """
+        normalizers = [step["type"] for step in _steps(data.get("normalizer"), "normalizers")]
+        self.nfc = normalizers == ["NFC"]
+        self.prepend_space = normalizers == ["Prepend", "Replace"]
+        sp_replace = normalizers in (["Replace"], ["Prepend", "Replace"])
+        if normalizers and not (self.nfc or sp_replace):
+            raise CanonicalError(f"normalizer {normalizers} is not supported by the canonical relation")
+        if sp_replace:
+            _check_space_marker(_steps(data.get("normalizer"), "normalizers"))
+        pre = _steps(data.get("pre_tokenizer"), "pretokenizers")
+        self.splits = _read_pre_tokenizer(pre, sp_replace) is not None
+        self._pre_tokenizer = tokenizer.pre_tokenizer
+        if "" in added:
+            raise CanonicalError("an added token has empty content")
+        if added and self.prepend_space:
+            raise CanonicalError("non-special added tokens with a Prepend normalizer are not supported")
+        self.added = dict(added)
+        contents = sorted(added, key=len, reverse=True)
+        self._added_re = re.compile("|".join(map(re.escape, contents))) if contents else None
+        self._added_prefixes = frozenset(c[:k] for c in contents for k in range(1, len(c)))
+        self._max_prefix = max((len(c) - 1 for c in contents), default=0)
+        self._memo: dict[tuple[str, frozenset[str] | None], tuple[tuple[int, ...], ...]] = {}
+        self._closed_memo: dict[str, tuple[int, ...]] = {}
+
+    def added_matches(self, text: str) -> list[tuple[int, int, int]]:
+        """The added tokens found in ``text``: ``(start, end, id)`` in characters, leftmost-longest."""
+        if self._added_re is None:
+            return []
+        return [(m.start(), m.end(), self.added[m.group()]) for m in self._added_re.finditer(text)]
+
+    def straddles(self, text: str, end: int) -> bool:
+        """Whether ``text[:end]`` ends with a proper prefix of an added token (text after ``end`` could complete it)."""
+        longest = min(end, self._max_prefix)
+        return any(text[end - k : end] in self._added_prefixes for k in range(1, longest + 1))
+
+    def cuts(self, text: str, partial: bytes) -> tuple[tuple[int, ...], ...]:
+        """The pre-tokenizer's cuts in ``text`` (then an incomplete character ``partial``), one entry per continuation.
+
+        Each entry holds the character offsets in ``(0, len(text)]`` where a pre-token ends. The last
+        pre-token ends with the text when ``len(text)`` is among them (never with an incomplete
+        character, which belongs to the next pre-token or the open last one). Without a splitting
+        pre-tokenizer, the whole text is one pre-token, closed or open.
+        """
+        n = len(text)
+        if not self.splits:
+            return ((), (n,)) if n and not partial else ((),)
+        classes = "".join(map(char_class, text))
+        key = (classes, partial_classes(partial) if partial else None)
+        found = self._memo.get(key)
+        if found is None:
+            found = self._memo[key] = self._compute_cuts(classes, key[1])
+        return found
+
+    def closed_cuts(self, text: str) -> tuple[int, ...]:
+        """The pre-tokenizer's cuts in the whole text ``text`` (nothing follows it), ending with ``len(text)``."""
+        n = len(text)
+        if not self.splits:
+            return (n,) if n else ()
+        classes = "".join(map(char_class, text))
+        found = self._closed_memo.get(classes)
+        if found is None:
+            pieces = self._pre_tokenizer.pre_tokenize_str(classes)
+            found = self._closed_memo[classes] = tuple(end for _, (_, end) in pieces)
+        return found
+
+    def _compute_cuts(self, classes: str, last: frozenset[str] | None) -> tuple[tuple[int, ...], ...]:
+        n = len(classes)
+        found: set[tuple[int, ...]] = set()
+        for tail in sorted(last) if last else ("",):
+            for more in _CONTINUATIONS:
+                pieces = self._pre_tokenizer.pre_tokenize_str(classes + tail + more)
+                found.add(tuple(end for _, (_, end) in pieces if 0 < end <= n))
+        return tuple(sorted(found))
+
+
+def _check_space_marker(normalizers: Sequence[Mapping[str, Any]]) -> None:
+    for step in normalizers:
+        if step["type"] == "Prepend" and step.get("prepend") != "\u2581":
+            raise CanonicalError(f"Prepend normalizer {step.get('prepend')!r} is not supported (only '▁')")
+        if step["type"] == "Replace" and (step["pattern"].get("String") != " " or step.get("content") != "\u2581"):
+            raise CanonicalError(f"Replace normalizer {step['pattern']!r} -> {step.get('content')!r} is not supported")
+
+
+def _read_pre_tokenizer(steps: Sequence[Mapping[str, Any]], sp_replace: bool) -> str | None:
+    """The name of the supported split the pre-tokenizer makes, or None when it makes none.
+
+    Raises :class:`~grammask.errors.CanonicalError` for any other pre-tokenizer.
+    """
+    types = [step["type"] for step in steps]
+    if not steps:
+        return None
+    if types == ["Split"] and sp_replace and steps[0]["pattern"].get("String") == " ":
+        return None
+    if types in (["ByteLevel"], ["Digits", "ByteLevel"]) and steps[-1].get("use_regex", True):
+        if types[0] == "Digits" and not steps[0].get("individual_digits"):
+            raise CanonicalError("a Digits pre-tokenizer without individual_digits is not supported")
+        return GPT2_REGEX
+    if types == ["Split", "ByteLevel"] and not steps[1].get("use_regex", True):
+        pattern = steps[0]["pattern"].get("Regex")
+        if steps[0].get("behavior") == "Isolated" and not steps[0].get("invert") and pattern in _KNOWN_SPLIT_REGEXES:
+            return _KNOWN_SPLIT_REGEXES[pattern]
+        raise CanonicalError(
+            f"pre-tokenizer Split regex {pattern!r} ({steps[0].get('behavior')}) is not one the canonical relation "
+            f"models; supported: the GPT-2, Llama-3 and Qwen2 splits"
+        )
+    raise CanonicalError(f"pre-tokenizer {types} is not supported by the canonical relation")

@@ -1,0 +1,325 @@
+"""``CanonicalRelation``: which next tokens keep a token sequence the tokenizer's own encoding of its text.
+
+A sequence is *canonical* when ``encode(decode(seq)) == seq``. A prefix is kept when some text can
+follow it so that the whole is canonical. The tokenizer cuts text in three stages, each modelled
+exactly (see ``pretokens.py`` for which configurations): added tokens (each one token, never part of
+another), the pre-tokenizer's cuts (no token crosses one), and BPE inside each pre-token (whole tokens,
+every adjacent pair kept, ``pairs.py``; with ``ignore_merges`` a pre-token that is a piece is that
+piece; with byte fallback, ``<0xNN>`` tokens only for characters that are not pieces).
+
+The state is the run of tokens since the last point where nothing later can change how the text
+before it was cut (a pre-token cut every continuation keeps; for SentencePiece-style BPE, which has
+no cuts, any character boundary no added token straddles, keeping the last token for its pair).
+States are interned as small integers.
+"""
+
+from __future__ import annotations
+
+import itertools
+import unicodedata
+from collections.abc import Sequence
+
+import numpy as np
+
+from grammask.canonical.model import BYTE_TO_CHAR, BpeModel
+from grammask.canonical.pairs import PairTable, pair_kept
+from grammask.canonical.pretokens import Segmenter
+
+NOT_CANONICAL = -1
+
+
+def split_utf8(data: bytes) -> tuple[str, bytes] | None:
+    """``data`` as complete characters and an incomplete last one; None when it is no prefix of UTF-8 text."""
+    for cut in range(len(data), max(-1, len(data) - 4), -1):
+        try:
+            text = data[:cut].decode("utf-8")
+        except UnicodeDecodeError:
+            continue
+        tail = data[cut:]
+        if not tail or _is_utf8_start(tail):
+            return text, tail
+        return None
+    return None
+
+
+def _is_utf8_start(tail: bytes) -> bool:
+    """Whether ``tail`` (1-3 bytes) begins some UTF-8 character without completing it."""
+    lead = tail[0]
+    length = 2 if 0xC2 <= lead < 0xE0 else 3 if 0xE0 <= lead < 0xF0 else 4 if 0xF0 <= lead < 0xF5 else 0
+    if length <= len(tail) or any(b & 0xC0 != 0x80 for b in tail[1:]):
+        return False
+    if len(tail) > 1:
+        second = tail[1]
+        if (lead == 0xE0 and second < 0xA0) or (lead == 0xED and second > 0x9F):
+            return False
+        if (lead == 0xF0 and second < 0x90) or (lead == 0xF4 and second > 0x8F):
+            return False
+    return True
+
+
+class CanonicalRelation:
+    """The canonical successor relation of one tokenizer: ``start_state``, ``step``, ``can_end``, ``allowed``.
+
+    Built by :func:`grammask.canonical.build_relation`. ``step`` and ``allowed`` remember what they
+    computed, so the relation is not thread-safe.
+    """
+
+    def __init__(
+        self,
+        tokens: Sequence[bytes | None],
+        model: BpeModel,
+        pairs: PairTable,
+        segmenter: Segmenter,
+        build_seconds: float,
+        from_cache: bool,
+    ):
+        self._tokens = tuple(tokens)
+        self._model = model
+        self._pairs = pairs
+        self._seg = segmenter
+        self.build_seconds = build_seconds
+        self.from_cache = from_cache
+        self._byte_value = {i: b for b, i in enumerate(model.byte_pieces) if i >= 0}
+        self._stages: dict[int, tuple[list[tuple[int, int]], list[tuple[int, int]]]] = {}
+        self._states: list[tuple[bool, tuple[int, ...]]] = [(True, ())]
+        self._index: dict[tuple[bool, tuple[int, ...]], int] = {(True, ()): 0}
+        self._next: dict[tuple[int, int], int] = {}
+        self._alive_memo: dict[int, bool] = {}
+        by_first: dict[int, list[int]] = {}
+        for i in sorted(range(len(self._tokens)), key=lambda i: len(self._tokens[i] or b"")):
+            if self._tokens[i] is not None and 0x80 <= self._tokens[i][0] < 0xC0:
+                by_first.setdefault(self._tokens[i][0], []).append(i)
+        self._by_first_byte = by_first
+        self._candidates = np.array([i for i, t in enumerate(self._tokens) if t is not None], dtype=np.int32)
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes of the stored relation: the per-token stage arrays, plus the merge table (3 int32 per merge)."""
+        return self._pairs.nbytes + 12 * len(self._model.merges)
+
+    @property
+    def n_states(self) -> int:
+        """How many states have been reached so far."""
+        return len(self._states)
+
+    def start_state(self) -> int:
+        """The state before any token."""
+        return 0
+
+    def step(self, state: int, token: int) -> int:
+        """The state after ``token``, or ``NOT_CANONICAL`` (-1) when no canonical sequence starts so."""
+        key = (state, token)
+        found = self._next.get(key)
+        if found is None:
+            found = self._next[key] = self._advance(state, token)
+        return found
+
+    def can_end(self, state: int) -> bool:
+        """Whether the sequence may end here (its text's own encoding is the sequence)."""
+        at_start, window = self._states[state]
+        return not window or self._check(at_start, window, final=True) is not None
+
+    def allowed(self, state: int) -> np.ndarray:
+        """The token ids that keep the sequence canonical after ``state``, ascending (int32).
+
+        A token after which the text may end is taken without looking further; the others go
+        through :meth:`step`.
+        """
+        at_start, window = self._states[state]
+        keep = []
+        for t in self._candidates.tolist():
+            found = self._next.get((state, t))
+            if found is None:
+                may_end = self._check(at_start, (*window, t), final=True) is not None
+                found = 0 if may_end else self.step(state, t)
+            if found != NOT_CANONICAL:
+                keep.append(t)
+        return np.array(keep, dtype=np.int32)
+
+    def accepts(self, ids: Sequence[int]) -> int:
+        """How many of ``ids`` are taken before the first non-canonical step; ``len(ids) + 1`` if all is canonical."""
+        state = self.start_state()
+        for k, token in enumerate(ids):
+            state = self.step(state, token)
+            if state == NOT_CANONICAL:
+                return k
+        return len(ids) + 1 if self.can_end(state) else len(ids)
+
+    def _advance(self, state: int, token: int) -> int:
+        if not 0 <= token < len(self._tokens) or self._tokens[token] is None:
+            return NOT_CANONICAL
+        at_start, window = self._states[state]
+        window = (*window, token)
+        drop = self._check(at_start, window, final=False)
+        if drop is None:
+            return NOT_CANONICAL
+        key = (at_start and drop == 0, window[drop:])
+        found = self._index.get(key)
+        if found is None:
+            found = self._index[key] = len(self._states)
+            self._states.append(key)
+        return found if self._alive(found) else NOT_CANONICAL
+
+    def _alive(self, state: int) -> bool:
+        """Whether a state whose text ends inside a character has a token that goes on canonically (others have)."""
+        found = self._alive_memo.get(state)
+        if found is None:
+            data = b"".join(self._tokens[t] for t in self._states[state][1])
+            split = split_utf8(data)
+            partial = split[1] if split else b""
+            found = not partial or self._continues(state, partial)
+            self._alive_memo[state] = found
+        return found
+
+    def _continues(self, state: int, partial: bytes) -> bool:
+        """Whether some token whose bytes go on with the character ``partial`` started is a canonical next step."""
+        for byte in range(0x80, 0xC0):
+            if split_utf8(partial + bytes([byte])) is None:
+                continue
+            for t in self._by_first_byte.get(byte, ()):
+                if split_utf8(partial + self._tokens[t]) is not None and self.step(state, t) != NOT_CANONICAL:
+                    return True
+        return False
+
+    def _check(self, at_start: bool, window: tuple[int, ...], final: bool) -> int | None:
+        """How many leading tokens of ``window`` to forget; None when no text can follow it canonically.
+
+        ``final``: the text ends with the window.
+        """
+        parts = [self._tokens[t] for t in window]
+        data = b"".join(parts)
+        if at_start and self._seg.prepend_space and not data.startswith(b" "):
+            return None
+        split = split_utf8(data)
+        if split is None or (final and split[1]):
+            return None
+        text, partial = split
+        if self._seg.nfc and not unicodedata.is_normalized("NFC", text):
+            return None
+        char_at = list(itertools.accumulate((len(c.encode()) for c in text), initial=0))
+        ends = list(itertools.accumulate(map(len, parts)))
+        starts = [0, *ends[:-1]]
+        first_token = {s: i for i, s in enumerate(starts)}
+        certain = set(starts) if not self._seg.splits else set()
+        token = char = 0
+        for c0, c1, tid in self._seg.added_matches(text):
+            i = first_token.get(char_at[c0])
+            if i is None or ends[i] != char_at[c1] or window[i] != tid:
+                return None
+            cuts = self._seg.closed_cuts(text[char:c0])
+            if i > token and self._region_cut(window, ends, token, i, char_at, char, c0 - char, (cuts,), b"") is None:
+                return None
+            certain.update(char_at[char + c] for c in (0, *cuts))
+            certain.update((char_at[c0], char_at[c1]))
+            token, char = i + 1, c1
+        if token < len(window):
+            region = text[char:]
+            hypotheses = (self._seg.closed_cuts(region),) if final else self._seg.cuts(region, partial)
+            good = self._region_cut(window, ends, token, len(window), char_at, char, len(region), hypotheses, partial)
+            if good is None:
+                return None
+            certain.add(char_at[char])
+            certain.update(char_at[char + c] for c in _agreed_cuts(hypotheses))
+        return self._forget(window, starts, ends, text, char_at, certain)
+
+    def _region_cut(
+        self,
+        window: tuple[int, ...],
+        ends: list[int],
+        t0: int,
+        t1: int,
+        char_at: list[int],
+        c0: int,
+        n: int,
+        hypotheses: Sequence[tuple[int, ...]],
+        partial: bytes,
+    ) -> list[tuple[int, ...]] | None:
+        """The hypotheses (cuts) under which tokens ``t0:t1``, spelling ``n`` characters from ``c0``, are canonical.
+
+        None when there is none.
+        """
+        token_ends = set(ends[t0:t1])
+        good = []
+        for cuts in hypotheses:
+            cut_bytes = [char_at[c0 + c] for c in cuts]
+            if not all(b in token_ends for b in cut_bytes):
+                continue
+            closed = bool(cuts) and cuts[-1] == n and not partial
+            groups, group, k = [], [], 0
+            for i in range(t0, t1):
+                group.append(window[i])
+                if k < len(cut_bytes) and ends[i] == cut_bytes[k]:
+                    groups.append((group, True))
+                    group, k = [], k + 1
+            if group:
+                groups.append((group, closed))
+            if all(self._group_ok(g, c) for g, c in groups):
+                good.append(cuts)
+        return good or None
+
+    def _group_ok(self, group: list[int], closed: bool) -> bool:
+        """Whether ``group`` is the BPE of one pre-token (``closed``) or begins it."""
+        model, pairs = self._model, self._pairs
+        if closed and model.ignore_merges:
+            piece = model.pieces.get("".join(BYTE_TO_CHAR[b] for b in b"".join(self._tokens[t] for t in group)))
+            if piece is not None:
+                return group == [piece]
+        if not all(pairs.whole[t] for t in group):
+            return False
+        for a, b in itertools.pairwise(group):
+            if not pair_kept(model.merges, self._stage(a)[0], self._stage(b)[1]):
+                return False
+        return not model.byte_fallback or self._fallback_ok(group)
+
+    def _fallback_ok(self, group: list[int]) -> bool:
+        """Whether every run of ``<0xNN>`` tokens spells characters that are not pieces."""
+        for is_byte, run in itertools.groupby(group, key=lambda t: t in self._byte_value):
+            if not is_byte:
+                continue
+            chars = bytes(self._byte_value[t] for t in run).decode("utf-8", errors="ignore")
+            if any(self._model.pieces.get(c if c != " " else "\u2581") is not None for c in chars):
+                return False
+        return True
+
+    def _stage(self, token: int) -> tuple[list[tuple[int, int]], list[tuple[int, int]]]:
+        found = self._stages.get(token)
+        if found is None:
+            found = self._stages[token] = self._pairs.stages(token)
+        return found
+
+    def _forget(
+        self,
+        window: tuple[int, ...],
+        starts: list[int],
+        ends: list[int],
+        text: str,
+        char_at: list[int],
+        certain: set[int],
+    ) -> int:
+        """How many leading tokens to forget: those before the last certain cut no added token straddles.
+
+        Without a splitting pre-tokenizer every token start is certain, and the last token is kept
+        for the pair it makes with the next one.
+        """
+        byte_char = {b: c for c, b in enumerate(char_at)}
+        positions = [*starts[1:], ends[-1]] if self._seg.splits else starts[1:]
+        for i in range(len(positions), 0, -1):
+            p = positions[i - 1]
+            pc = byte_char.get(p)
+            if p in certain and pc is not None and not self._seg.straddles(text, pc):
+                return i
+        return 0
+
+
+def _agreed_cuts(hypotheses: Sequence[tuple[int, ...]]) -> list[int]:
+    """The cuts every hypothesis makes, with the same cuts before them.
+
+    All hypotheses count, not only those the tokens so far satisfy: a later token may take the text
+    the way of one the tokens so far violate, and must then be refused, which needs the text before.
+    """
+    agreed = []
+    for k, cut in enumerate(hypotheses[0]):
+        if any(len(h) <= k or h[k] != cut for h in hypotheses):
+            break
+        agreed.append(cut)
+    return agreed
