@@ -46,6 +46,8 @@ from grammask.automata.regex import (
     Node,
     Repeat,
     TrailingContext,
+    has_lazy,
+    has_lookaround,
     nfa_from_ast,
 )
 from grammask.automata.utf8 import EXIT, SCALARS, utf8_trie
@@ -104,32 +106,12 @@ def _max_width(node: Node) -> float:
     return 0
 
 
-def _has_look(node: Node) -> bool:
-    if isinstance(node, Look):
-        return True
-    if isinstance(node, Concat):
-        return any(_has_look(p) for p in node.parts)
-    if isinstance(node, Alt):
-        return any(_has_look(o) for o in node.options)
-    return isinstance(node, Repeat) and _has_look(node.node)
-
-
-def _has_lazy(node: Node) -> bool:
-    if isinstance(node, Repeat):
-        return node.lazy or _has_lazy(node.node)
-    if isinstance(node, Concat):
-        return any(_has_lazy(p) for p in node.parts)
-    if isinstance(node, Alt):
-        return any(_has_lazy(o) for o in node.options)
-    return False
-
-
 class _Machine:
     """A priority-ordered NFA (every choice an ordered epsilon split) and its DFA of thread lists."""
 
     def __init__(self, node: Node, name: str, pattern: str) -> None:
         self.name, self.pattern = name, pattern
-        self.lazy = _has_lazy(node)
+        self.lazy = has_lazy(node)
         self.edges: list[list[tuple[int, int, int]]] = []
         self.eps: list[list[int]] = []
         self.look_at: dict[int, tuple[int, int]] = {}  # assertion state -> (lookaround, next state)
@@ -202,7 +184,7 @@ class _Machine:
         return exit_state
 
     def _look(self, node: Look, src: int, before: int) -> int:
-        if _has_look(node.node):
+        if has_lookaround(node.node):
             raise self._error("has a lookaround inside a lookaround, which grammask does not support")
         if node.ahead:
             dfa = build_dfa([nfa_from_ast(node.node, self.name)])

@@ -387,16 +387,31 @@ def nfa_from_ast(node: Node, name: str = "<regex>") -> ByteNFA:
     )
 
 
+def has_lookaround(node: Node) -> bool:
+    """Whether the AST has a lookahead or a lookbehind."""
+    return _any_node(node, lambda n: isinstance(n, Look))
+
+
+def has_lazy(node: Node) -> bool:
+    """Whether the AST has a lazy repeat."""
+    return _any_node(node, lambda n: isinstance(n, Repeat) and n.lazy)
+
+
 def needs_priorities(node: Node) -> bool:
     """Whether the AST has a lazy repeat or a lookaround (Python's match order then matters)."""
-    if isinstance(node, Look):
+    return _any_node(node, lambda n: isinstance(n, Look) or (isinstance(n, Repeat) and n.lazy))
+
+
+def _any_node(node: Node, test: Callable[[Node], bool]) -> bool:
+    """Whether ``test`` holds for ``node`` or a node inside it (a lookaround's own body not included)."""
+    if test(node):
         return True
     if isinstance(node, Repeat):
-        return node.lazy or needs_priorities(node.node)
+        return _any_node(node.node, test)
     if isinstance(node, Concat):
-        return any(needs_priorities(p) for p in node.parts)
+        return any(_any_node(p, test) for p in node.parts)
     if isinstance(node, Alt):
-        return any(needs_priorities(o) for o in node.options)
+        return any(_any_node(o, test) for o in node.options)
     return False
 
 
