@@ -50,7 +50,7 @@ class Compiler:
         self._max_memory = max_memory
         self._memory: OrderedDict[str, CompiledGrammar] = OrderedDict()
         self._lock = threading.Lock()
-        self._trie: VocabTrie | None = None
+        self._trie = _LazyTrie(vocab)
         self._threads = threads
         self._pool: ThreadPoolExecutor | None = None
 
@@ -111,10 +111,7 @@ class Compiler:
 
     def trie(self) -> VocabTrie:
         """The vocabulary's byte trie (built on first use)."""
-        with self._lock:
-            if self._trie is None:
-                self._trie = VocabTrie.from_vocab(self.vocab)
-            return self._trie
+        return self._trie()
 
     def _key(self, grammar: Grammar) -> str:
         text = f"{FORMAT_VERSION}:{grammar.fingerprint()}:{self.vocab.fingerprint()}"
@@ -137,11 +134,27 @@ class Compiler:
             depends_classes=len(masks.dep_word_ptr) - 1,
             phases=dict(front=t_front, trie=t_trie, **phases),
         )
-        return Engine(lexer, tables, parser_term, masks, self.vocab, trie), stats
+        return Engine(lexer, tables, parser_term, masks, self.vocab, self._trie), stats
 
     def _decode(self, arrays: dict, meta: dict) -> tuple[Engine, CompileStats]:
-        engine = Engine.from_arrays(arrays, meta, self.vocab, self.trie())
+        engine = Engine.from_arrays(arrays, meta, self.vocab, self._trie)
         return engine, CompileStats(seconds=0.0, from_cache=True, **meta["stats"])
+
+
+class _LazyTrie:
+    """A vocabulary's byte trie, built on the first call (thread-safe); compiled grammars hold this,
+    not the compiler, so they do not keep its memory cache alive."""
+
+    def __init__(self, vocab: Vocabulary):
+        self._vocab = vocab
+        self._trie: VocabTrie | None = None
+        self._lock = threading.Lock()
+
+    def __call__(self) -> VocabTrie:
+        with self._lock:
+            if self._trie is None:
+                self._trie = VocabTrie.from_vocab(self._vocab)
+            return self._trie
 
 
 def _encode(value: tuple[Engine, CompileStats]) -> tuple[dict, dict]:

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from functools import cached_property
 
 import numpy as np
@@ -27,20 +28,29 @@ _TABLE_ARRAYS = ("action", "goto", "rule_lhs", "rule_len", "rule_rhs")
 
 @dataclass(frozen=True, eq=False)
 class Engine:
-    """The compiled tables of one grammar for one vocabulary (``trie`` is the vocabulary's byte trie)."""
+    """The compiled tables of one grammar for one vocabulary.
+
+    ``trie_of`` gives the vocabulary's byte trie (:attr:`trie`), asked for only when needed (token
+    budgets), so loading compiled tables from the disk cache does not build it.
+    """
 
     lexer: LexerAutomaton
     parse: ParseTables
     parser_term: np.ndarray
     masks: MaskTables
     vocab: Vocabulary
-    trie: VocabTrie
+    trie_of: Callable[[], VocabTrie] = field(repr=False)
 
     @property
     def nbytes(self) -> int:
         """Bytes held by the tables (masks, lexer, parser)."""
         lexer = sum(a.nbytes for a in (self.lexer.trans, self.lexer.accept, self.lexer.produce))
         return self.masks.nbytes + lexer + self.parse.action.nbytes + self.parse.goto.nbytes
+
+    @cached_property
+    def trie(self) -> VocabTrie:
+        """The vocabulary's byte trie."""
+        return self.trie_of()
 
     @cached_property
     def runner(self) -> LRRunner:
@@ -68,7 +78,9 @@ class Engine:
         return arrays, meta
 
     @classmethod
-    def from_arrays(cls, arrays: dict[str, np.ndarray], meta: dict, vocab: Vocabulary, trie: VocabTrie) -> Engine:
+    def from_arrays(
+        cls, arrays: dict[str, np.ndarray], meta: dict, vocab: Vocabulary, trie_of: Callable[[], VocabTrie]
+    ) -> Engine:
         """The engine :meth:`to_arrays` encoded; KeyError or TypeError if a field is missing."""
         lexer = LexerAutomaton(terminals=tuple(meta["lexer_terminals"]), **{f: arrays[f"lexer.{f}"] for f in _LEXER_FIELDS})
         parse = ParseTables(
@@ -81,7 +93,7 @@ class Engine:
             **{f: arrays[f"tables.{f}"] for f in _TABLE_ARRAYS},
         )
         masks = MaskTables(**{f.name: arrays[f"masks.{f.name}"] for f in dataclasses.fields(MaskTables)})
-        return cls(lexer, parse, arrays["parser_term"], masks, vocab, trie)
+        return cls(lexer, parse, arrays["parser_term"], masks, vocab, trie_of)
 
 
 class MatcherView:
