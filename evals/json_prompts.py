@@ -136,7 +136,6 @@ def main(argv: list[str] | None = None) -> int:
     torch.set_num_threads(1)
     import grammask.decoding as dec
     from grammask.compiler import compile
-    from grammask.decoding.generate import new_matcher
     from grammask.grammar import Grammar
     from grammask.models.load import load_model
 
@@ -150,7 +149,7 @@ def main(argv: list[str] | None = None) -> int:
         for constrained in [c == "json" for c in args.conditions]:
             for first in range(0, len(prompts), args.together):
                 chunk = prompts[first : first + args.together]
-                matchers = [new_matcher(compiled, args.max_tokens) if constrained else None for _ in chunk]
+                matchers = [compiled.limited_matcher(args.max_tokens) if constrained else None for _ in chunk]
                 outs = strategy.decode_many(model, chunk, matchers, max_tokens=args.max_tokens, seed=seed)
                 for i, out in enumerate(outs, start=first):
                     text = model.decode(out.tokens)

@@ -11,7 +11,8 @@ torch = pytest.importorskip("torch", reason="the 'hf' extra (torch, transformers
 pytest.importorskip("transformers", reason="the 'hf' extra (torch, transformers) is not installed")
 
 import grammask.decoding as dec
-from grammask.adapters.hf import GrammarLogitsProcessor, apply_token_bitmask
+from grammask.adapters.hf import GrammarLogitsProcessor
+from grammask.adapters.torch_bitmask import apply_token_bitmask_
 from grammask.bitmask import bitmask_to_bool
 from grammask.compiler import compile
 from grammask.errors import MatcherStateError, ModelError
@@ -115,7 +116,7 @@ def test_torch_mask_application_matches_the_bitmask(model):
     rng = np.random.default_rng(0)
     bitmask = rng.integers(-(2**31), 2**31 - 1, size=(3, 4), dtype=np.int32)  # 128 bits
     scores = torch.zeros((3, 130))
-    apply_token_bitmask(scores, bitmask)
+    apply_token_bitmask_(scores, torch.from_numpy(bitmask))
     for r in range(3):
         allowed = np.concatenate([bitmask_to_bool(bitmask[r], 128), [False, False]])
         assert np.array_equal(torch.isfinite(scores[r]).numpy(), allowed)

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import operator
 import threading
-import weakref
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import TYPE_CHECKING
@@ -31,7 +30,7 @@ from grammask.matcher import _STACK_VIEW, _TERMINATED, Matcher, _top_list
 from grammask.parser.kernels import add_marked_classes
 
 if TYPE_CHECKING:
-    from grammask.engine import Engine
+    from grammask.engine import MatcherView
 
 # Plan columns, one plan row per matcher the kernel fills: its bitmask row, lexer state, pair (-1: terminated),
 # whether EOS is allowed, its top stack states ``states[a:b]`` (empty when the pair has no marked classes), and
@@ -69,31 +68,6 @@ def _fill_rows(bitmask, plan, states, unknown, n_unknown, pair_mask, pair_marks,
                 row[eos_words[j]] |= eos_bits[j]
 
 
-class _KernelTables:
-    """One engine's tables as the kernel's arguments, and which pairs have marked classes."""
-
-    def __init__(self, engine: Engine):
-        t = engine.masks
-        view = engine.view
-        self.view = view
-        self.has_marks = [bool(m.any()) for m in view.pair_marks]
-        self.args = (t.pair_mask, t.pair_marks, t.masks, t.marks_ptr, t.marks, t.state_ptr, t.state_class, t.state_lcp,
-                     t.state_dep, *view.lr, *view.class_tables, *view.dep_bits, view.eos_words, view.eos_bits)
-
-
-_tables: weakref.WeakKeyDictionary[Engine, _KernelTables] = weakref.WeakKeyDictionary()
-_tables_lock = threading.Lock()
-
-
-def _kernel_tables(engine: Engine) -> _KernelTables:
-    """The kernel's view of ``engine``, built on first use and kept while the engine lives."""
-    with _tables_lock:
-        tables = _tables.get(engine)
-        if tables is None:
-            tables = _tables[engine] = _KernelTables(engine)
-        return tables
-
-
 _MIN_PIECE = 4
 _pool: ThreadPoolExecutor | None = None
 _pool_size = 0
@@ -116,8 +90,8 @@ class _Group:
     """The matchers of one engine whose rows the kernel fills: planned by :meth:`add`, then :meth:`seal`,
     :meth:`fill` (any thread, any piece of the plan) and :meth:`finish` (the caller's thread)."""
 
-    def __init__(self, tables: _KernelTables):
-        self.tables = tables
+    def __init__(self, view: MatcherView):
+        self.view = view
         self.matchers: list[Matcher] = []
         self._rows: list[tuple[int, ...]] = []
         self._states: list[int] = []
@@ -135,11 +109,11 @@ class _Group:
             self._rows.append((row, 0, -1, 1, a, a, 0, i))
             self.matchers.append(m)
             return
-        view = self.tables.view
+        view = self.view
         pair = view.pair_index[q][stack[0]]
         if pair < 0:
             raise MatcherStateError(f"internal error: no mask table for lexer state {q} with LR state {stack[0]}")
-        if self.tables.has_marks[pair]:
+        if view.pair_has_marks[pair]:
             top = _top_list(stack, _STACK_VIEW)
             self._states += top
             self._n_states += len(top)
@@ -157,7 +131,7 @@ class _Group:
 
     def fill(self, bitmask: np.ndarray, piece: np.ndarray) -> None:
         """Run the kernel on ``piece`` (rows of the sealed plan); the GIL is released while it runs."""
-        _fill_rows(bitmask, piece, self.states, self.unknown, self.n_unknown, *self.tables.args)
+        _fill_rows(bitmask, piece, self.states, self.unknown, self.n_unknown, *self.view.fill_args)
 
     def finish(self, bitmask: np.ndarray) -> None:
         """What ``fill_mask`` does after its compiled check: the Python fallback and the memo."""
@@ -264,7 +238,7 @@ def fill_masks(matchers: Sequence[Matcher], bitmask: np.ndarray, indices: Sequen
         engine = m.compiled._engine
         group = groups.get(id(engine))
         if group is None:
-            group = groups[id(engine)] = _Group(_kernel_tables(engine))
+            group = groups[id(engine)] = _Group(engine.view)
         group.add(m, row)
     for group in groups.values():
         group.seal(threads)

@@ -8,6 +8,7 @@ keeps the tables it is made of (:class:`~grammask.engine.Engine`) to itself. Com
 from __future__ import annotations
 
 import threading
+import warnings
 from dataclasses import dataclass, field
 
 from grammask.budget import (
@@ -19,6 +20,7 @@ from grammask.budget import (
 )
 from grammask.cache import DiskCache
 from grammask.engine import Engine
+from grammask.errors import BudgetError, BudgetUnsupportedError
 from grammask.grammar.ir import Grammar
 from grammask.matcher import Matcher
 from grammask.vocab import Vocabulary
@@ -81,6 +83,24 @@ class CompiledGrammar:
         and :class:`~grammask.errors.ConfigurationError` when ``max_tokens`` is not an int.
         """
         return Matcher(self, max_tokens=max_tokens, prefix=prefix)
+
+    def limited_matcher(self, max_tokens: int, *, lenient: bool = False) -> Matcher:
+        """A matcher for one output of at most ``max_tokens`` tokens (EOS included).
+
+        Budgeted (see :meth:`matcher`) where the grammar can have budgets; a grammar that cannot
+        (LALR(1) conflicts resolved as Lark does) gets an unbudgeted matcher and a warning that its
+        output may be cut at the limit. ``lenient``: the same when no output fits ``max_tokens``
+        (a serving request is not failed for it). Raises :class:`~grammask.errors.BudgetError` for a
+        budget no output fits unless ``lenient``.
+        """
+        try:
+            return Matcher(self, max_tokens=max_tokens)
+        except BudgetError as e:
+            if not (lenient or isinstance(e, BudgetUnsupportedError)):
+                raise
+            warnings.warn(f"grammask: grammar {self.grammar.name!r} is decoded without a token budget, so the "
+                          f"output may be cut at {max_tokens} tokens (no token budget: {e})", stacklevel=2)
+            return Matcher(self)
 
     def with_grammar(self, grammar: Grammar) -> CompiledGrammar:
         """The same tables under another grammar object of the same language (its name and notes)."""

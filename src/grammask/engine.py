@@ -123,6 +123,11 @@ class MatcherView:
         self.eos_words = eos // 32
         self.eos_bits = np.left_shift(1, eos % 32).astype(np.uint32).view(np.int32)
         self.n_words = t.masks.shape[1]
+        self.pair_has_marks = [bool(m.any()) for m in self.pair_marks]
+        self.fill_args = (t.pair_mask, t.pair_marks, t.masks, t.marks_ptr, t.marks, t.state_ptr, t.state_class,
+                          t.state_lcp, t.state_dep, *self.lr, *self.class_tables, *self.dep_bits, self.eos_words,
+                          self.eos_bits)
+        """The tables as :func:`grammask.batch.fill_masks`'s kernel takes them."""
 
     def class_python(self, c: int) -> tuple[tuple[int, ...], tuple[tuple[int, ...], bool]]:
         """Class ``c`` as (terminal sequence, (follow terminals, follow any)), for the Python fallback."""

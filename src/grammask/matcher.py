@@ -176,9 +176,8 @@ class Matcher:
                 f"internal error: no mask table for lexer state {self._lexstate} with LR state {stack[0]}"
             )
         np.copyto(row, rt.masks[rt.pair_mask[pair]])
-        marks = rt.pair_marks[pair]
-        if marks.any():
-            self._add_depends(row, stack, rt.state_classes[self._lexstate], marks)
+        if rt.pair_has_marks[pair]:
+            self._add_depends(row, stack, rt.state_classes[self._lexstate], rt.pair_marks[pair])
         if self._accepts_end(self._lexstate, stack):
             row[rt.eos_words] |= rt.eos_bits
         self._mask = row.copy()

@@ -12,24 +12,11 @@ import numpy as np
 import torch
 import transformers
 
+from grammask.adapters.torch_bitmask import apply_token_bitmask_
 from grammask.bitmask import allocate_bitmask
 from grammask.compiled import CompiledGrammar
 from grammask.errors import DecodingError, MatcherStateError, TokenRejectedError
 from grammask.matcher import Matcher
-
-
-def apply_token_bitmask(scores: torch.Tensor, bitmask: np.ndarray) -> None:
-    """Set ``scores[r, t]`` to -inf in place wherever bit ``t`` of row ``r`` of the int32 bitmask is clear
-    (vectorised; columns past the bitmask are disallowed too)."""
-    rows, width = scores.shape
-    bits = torch.from_numpy(np.ascontiguousarray(bitmask)).to(scores.device)
-    shifts = torch.arange(32, dtype=torch.int32, device=scores.device)
-    allowed = ((bits.unsqueeze(-1) >> shifts) & 1).bool().reshape(rows, -1)
-    if allowed.shape[1] >= width:
-        allowed = allowed[:, :width]
-    else:
-        allowed = torch.nn.functional.pad(allowed, (0, width - allowed.shape[1]))
-    scores.masked_fill_(~allowed, float("-inf"))
 
 
 class GrammarLogitsProcessor(transformers.LogitsProcessor):
@@ -90,7 +77,7 @@ class GrammarLogitsProcessor(transformers.LogitsProcessor):
             else:
                 m.fill_mask(self.bitmask[r])
         self._matchers = matchers
-        apply_token_bitmask(scores, self.bitmask)
+        apply_token_bitmask_(scores, torch.from_numpy(self.bitmask))
         self.mask_seconds += perf_counter() - start
         return scores
 
@@ -98,7 +85,7 @@ class GrammarLogitsProcessor(transformers.LogitsProcessor):
         """The matcher after ``history``: the previous step's matcher of its prefix, advanced by its last token.
         None for a row that took a token its mask did not allow (only a dead beam can)."""
         if len(history) == 0:
-            return self.compiled.matcher(max_tokens=self.max_new_tokens)
+            return self.compiled.limited_matcher(self.max_new_tokens)
         prefix = history[:-1].tobytes()
         if prefix not in self._matchers:
             raise MatcherStateError(

@@ -148,7 +148,7 @@ class LlamaCppLogitsProcessor:
 
     def __init__(self, compiled: CompiledGrammar, max_tokens: int | None = None):
         self.compiled = compiled
-        self.matcher = compiled.matcher(max_tokens=max_tokens)
+        self.matcher = compiled.matcher() if max_tokens is None else compiled.limited_matcher(max_tokens)
         self.row = allocate_bitmask(1, compiled.vocab.n_logits)[0]
         self.mask_seconds = 0.0
         self._prompt_len: int | None = None

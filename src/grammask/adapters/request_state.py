@@ -8,15 +8,13 @@ NumPy rows (a CPU torch tensor's ``.numpy()`` shares its memory), so it needs no
 
 from __future__ import annotations
 
-import warnings
 from collections.abc import Iterable, Sequence
 
 import numpy as np
 
 from grammask.bitmask import bitmask_words
 from grammask.compiled import CompiledGrammar
-from grammask.errors import BudgetError, TokenOutOfRangeError
-from grammask.matcher import Matcher
+from grammask.errors import TokenOutOfRangeError
 
 
 class RequestMatcher:
@@ -35,7 +33,7 @@ class RequestMatcher:
         vocab = compiled.vocab
         self.compiled = compiled
         self.max_tokens = max_tokens
-        self.matcher = _new_matcher(compiled, max_tokens)
+        self.matcher = compiled.matcher() if max_tokens is None else compiled.limited_matcher(max_tokens, lenient=True)
         self._eos = vocab.eos_ids[0]
         self._stops = frozenset(int(t) for t in stop_ids if 0 <= int(t) < vocab.n_logits) - set(vocab.eos_ids)
         self._words = bitmask_words(vocab.n_logits)
@@ -120,17 +118,6 @@ class RequestMatcher:
     def jump_forward_tokens(self) -> list[int]:
         """The tokenizer's tokens for the start of the jump-forward text, safe to accept at once."""
         return self.matcher.forced_tokens()
-
-
-def _new_matcher(compiled: CompiledGrammar, max_tokens: int | None) -> Matcher:
-    if max_tokens is None:
-        return compiled.matcher()
-    try:
-        return compiled.matcher(max_tokens=max_tokens)
-    except BudgetError as exc:
-        warnings.warn(f"grammask: request constrained without a token budget, so its output may be cut: {exc}",
-                      stacklevel=3)
-        return compiled.matcher()
 
 
 def _whole_chars(data: bytes) -> str:

@@ -3,10 +3,8 @@
 
 from __future__ import annotations
 
-import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 from grammask.compiled import CompiledGrammar
 from grammask.compiler import compile
@@ -17,13 +15,10 @@ from grammask.decoding.sample import Sample
 from grammask.decoding.stats import GenerationStats
 from grammask.decoding.stops import StopMatcher, StopRule
 from grammask.decoding.strategy import Strategy
-from grammask.errors import BudgetUnsupportedError, DecodingError, GrammarError
+from grammask.errors import DecodingError, GrammarError
 from grammask.grammar.ir import Grammar
 from grammask.models.load import ModelLike, load_model
 from grammask.models.protocol import TextModel
-
-if TYPE_CHECKING:
-    from grammask.matcher import Matcher
 
 STRATEGIES: dict[str, type[Strategy]] = {"greedy": Greedy, "sample": Sample, "beam": BeamSearch, "mcts": MCTS}
 """Strategy classes by the names ``generate`` and the command line accept."""
@@ -71,22 +66,6 @@ def compile_for(grammar: Grammar | CompiledGrammar | None, model: TextModel) -> 
     if isinstance(grammar, Grammar):
         return compile(grammar, model.vocab)
     raise GrammarError(f"cannot use a {type(grammar).__name__} as a grammar: pass a Grammar, a CompiledGrammar or None")
-
-
-def new_matcher(compiled: CompiledGrammar, max_tokens: int) -> Matcher:
-    """The matcher for one output of at most ``max_tokens`` tokens.
-
-    Its masks keep a complete output within the budget (EOS included, see :mod:`grammask.budget`), so a
-    constrained output ends with EOS, never cut at ``max_tokens``; a budget below the grammar's shortest
-    output raises :class:`~grammask.errors.BudgetError`. A grammar that cannot have budgets (LALR(1)
-    conflicts resolved as Lark does) gets an unbudgeted matcher and a warning: its output may be cut.
-    """
-    try:
-        return compiled.matcher(max_tokens=max_tokens)
-    except BudgetUnsupportedError as e:
-        warnings.warn(f"grammask: no token budget for grammar {compiled.grammar.name!r}, so the output may be cut "
-                      f"at max_tokens: {e}", stacklevel=3)
-        return compiled.matcher()
 
 
 def check_fits(model: TextModel, prompt_tokens: int, max_tokens: int) -> None:
@@ -140,7 +119,7 @@ def generate(
     compiled = compile_for(grammar, text_model)
     prompt_ids = text_model.encode_prompt(prompt, chat=chat)
     check_fits(text_model, len(prompt_ids), max_tokens)
-    matcher = new_matcher(compiled, max_tokens) if compiled is not None else None
+    matcher = compiled.limited_matcher(max_tokens) if compiled is not None else None
     rule = StopRule(stop, compiled) if stop else None
     if rule is not None:
         matcher = StopMatcher(matcher, rule, text_model.vocab)
