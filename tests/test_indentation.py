@@ -9,13 +9,18 @@ from pathlib import Path
 import lark
 import numpy as np
 import pytest
+from conftest import get_vocab
 from indent_oracle import IndentOracle
 from lark.indenter import Indenter, PythonIndenter
 
 from grammask import Compiler, Grammar
 from grammask.automata.lexer import build_lexer
-from grammask.errors import BudgetUnsupportedError, ConfigurationError, GrammarError, UndefinedSymbolError
-from conftest import get_vocab
+from grammask.errors import (
+    BudgetUnsupportedError,
+    ConfigurationError,
+    GrammarError,
+    UndefinedSymbolError,
+)
 
 LARK_PYTHON = (Path(lark.__file__).parent / "grammars" / "python.lark").read_text()
 STDLIB = Path(random.__file__).parent
@@ -151,8 +156,8 @@ def test_budgets_are_refused(compiled):
 def test_bad_indenters():
     class Wrong(Indenter):
         NL_type = "_NL"
-        OPEN_PAREN_types: list = []
-        CLOSE_PAREN_types: list = []
+        OPEN_PAREN_types = ()
+        CLOSE_PAREN_types = ()
         INDENT_type = "_INDENT"
         DEDENT_type = "_DEDENT"
         tab_len = 8

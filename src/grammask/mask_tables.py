@@ -31,7 +31,13 @@ from grammask.parser.kernels import (
     mask_from_classes,
 )
 from grammask.parser.tables import ERROR, ParseTables, build_parse_tables
-from grammask.spanner import NewlineWidths, SequenceTable, TrieWalk, VocabTrie, walk_alive
+from grammask.spanner import (
+    NewlineWidths,
+    SequenceTable,
+    TrieWalk,
+    VocabTrie,
+    walk_alive,
+)
 
 if TYPE_CHECKING:
     from grammask.errors import Deadline

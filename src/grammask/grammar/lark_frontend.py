@@ -10,7 +10,12 @@ from lark import lexer as lark_lexer
 from lark.lexer import PatternStr
 from lark.load_grammar import load_grammar
 
-from grammask.errors import ConfigurationError, GrammarError, GrammarSyntaxError, UndefinedSymbolError
+from grammask.errors import (
+    ConfigurationError,
+    GrammarError,
+    GrammarSyntaxError,
+    UndefinedSymbolError,
+)
 from grammask.grammar.ir import Grammar, Indentation, Rule, Terminal
 
 _UNDEFINED = re.compile(r"(?:Rule|Terminal) '?([^' ]+)'? used but not defined|Terminals? used but not defined")
