@@ -129,6 +129,7 @@ class MatcherView:
         self.follow = [(tuple(fterms[fptr[f] : fptr[f + 1]]), bool(a)) for f, a in enumerate(t.follow_any.tolist())]
         self.state_follow = [self.follow[f] for f in t.state_follow.tolist()]
         self._tables = t
+        self._python: dict[int, list] = {}
         eos = np.array(sorted(engine.vocab.eos_ids), dtype=np.int64)
         self.eos_words = eos // 32
         self.eos_bits = np.left_shift(1, eos % 32).astype(np.uint32).view(np.int32)
@@ -144,6 +145,15 @@ class MatcherView:
         t = self._tables
         seq = tuple(t.class_seq_terms[t.class_seq_ptr[c] : t.class_seq_ptr[c + 1]].tolist())
         return seq, self.follow[int(t.class_follow[c])]
+
+    def state_python(self, q: int) -> list[tuple[tuple[int, ...], tuple[tuple[int, ...], bool], int]]:
+        """Lexer state ``q``'s classes as (terminal sequence, follow, dependent class list), for the Python
+        fallback (built on first use per state)."""
+        found = self._python.get(q)
+        if found is None:
+            classes, _, deps = self.state_classes[q]
+            found = self._python[q] = [(*self.class_python(c), d) for c, d in zip(classes.tolist(), deps.tolist())]
+        return found
 
     def dep_words(self, d: int) -> tuple[np.ndarray, np.ndarray]:
         """The bitmask words and bits of the tokens of dependent class list ``d``."""

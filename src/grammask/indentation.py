@@ -169,13 +169,14 @@ class IndentRuntime:
         pt = self._parser_term[term]
         return [pt] if pt >= 0 else []
 
-    def feed(self, stack: Stack, levels: tuple[int, ...], depth: int, item: int, carry: int = 0):
+    def feed(self, stack: Stack, levels: tuple[int, ...], depth: int, item: int, carry: int = 0, feed=None):
         """Feed one item: ``(stack, levels, depth)`` after it, or None if the parser or the indenter rejects it.
 
-        ``carry`` is the width the newline's line had before the token (for relative context ids).
+        ``carry`` is the width the newline's line had before the token (for relative context ids);
+        ``feed`` replaces the LR runner's ``feed`` (a memo, see :class:`ClassCheck`).
         """
         spec = self.spec
-        runner = self.runner
+        feed = feed or self.runner.feed
         if item < spec.base:
             if item in spec.opens:
                 depth += 1
@@ -183,21 +184,21 @@ class IndentRuntime:
                 if depth == 0:
                     return None
                 depth -= 1
-            stack = runner.feed(stack, item)
+            stack = feed(stack, item)
             return None if stack is None else (stack, levels, depth)
         if depth > 0:
             return stack, levels, depth
         offset = item - spec.base - 1
         width = offset // 2 + (carry if offset % 2 else 0)
-        stack = runner.feed(stack, spec.newline)
+        stack = feed(stack, spec.newline)
         if stack is None:
             return None
         if width > levels[-1]:
-            stack = runner.feed(stack, spec.indent)
+            stack = feed(stack, spec.indent)
             return None if stack is None else (stack, (*levels, width), depth)
         while width < levels[-1]:
             levels = levels[:-1]
-            stack = runner.feed(stack, spec.dedent)
+            stack = feed(stack, spec.dedent)
             if stack is None:
                 return None
         return None if width != levels[-1] else (stack, levels, depth)
@@ -211,7 +212,7 @@ class IndentRuntime:
             stack, levels, depth = fed
         return stack, levels, depth
 
-    def pending_ok(self, stack: Stack, levels: tuple[int, ...], depth: int) -> bool:
+    def pending_ok(self, stack: Stack, levels: tuple[int, ...], depth: int, feed=None) -> bool:
         """Whether a pending newline lexeme can still end at some width after which the text may go on.
 
         Its line can reach any width (:meth:`IndentSpec.build` checks the lexer), so the options are a
@@ -219,26 +220,81 @@ class IndentRuntime:
         """
         if depth > 0:
             return True
-        runner, spec = self.runner, self.spec
-        stack = runner.feed(stack, spec.newline)
+        spec = self.spec
+        feed = feed or self.runner.feed
+        stack = feed(stack, spec.newline)
         if stack is None:
             return False
-        if runner.feed(stack, spec.indent) is not None or self.accepts_end(stack, levels):
+        if feed(stack, spec.indent) is not None or self.accepts_end(stack, levels, feed):
             return True
         for k in range(len(levels)):
-            if any(runner.feed(stack, t) is not None for t in self._real):
+            if any(feed(stack, t) is not None for t in self._real):
                 return True
             if k < len(levels) - 1:
-                stack = runner.feed(stack, spec.dedent)
+                stack = feed(stack, spec.dedent)
                 if stack is None:
                     return False
         return False
 
-    def accepts_end(self, stack: Stack, levels: tuple[int, ...]) -> bool:
+    def accepts_end(self, stack: Stack, levels: tuple[int, ...], feed=None) -> bool:
         """Whether the input may end here: one dedent per open level, then the end."""
-        runner = self.runner
+        feed = feed or self.runner.feed
         for _ in range(len(levels) - 1):
-            stack = runner.feed(stack, self.spec.dedent)
+            stack = feed(stack, self.spec.dedent)
             if stack is None:
                 return False
-        return runner.accepts_end(stack)
+        return feed(stack, self.runner.end) is not None
+
+    def follow_ok(self, stack: Stack, levels: tuple[int, ...], depth: int, follow, feed=None) -> bool:
+        """Whether a pending lexeme with follow set ``follow`` (terminals, may-be-ignored) can still be taken."""
+        terms, anything = follow
+        if anything:
+            return True
+        feed = feed or self.runner.feed
+        base = self.spec.base
+        return any(self.pending_ok(stack, levels, depth, feed) if x == base else feed(stack, x) is not None
+                   for x in terms)
+
+
+class ClassCheck:
+    """Decides token classes against one stack and indentation context, sharing work between them.
+
+    One per mask fill: the LR feeds, the items fed after each sequence prefix and the follow checks
+    are remembered, so classes that differ only in a newline's width cost a few lookups each.
+    """
+
+    def __init__(self, runtime: IndentRuntime, stack: Stack, context: Context):
+        levels, depth, self._carry = context
+        self._rt = runtime
+        self._states: list[tuple] = [(stack, levels, depth)]
+        self._steps: dict[tuple[int, int], int] = {}
+        self._follows: dict[tuple, bool] = {}
+        self._feeds: dict[tuple[int, int], tuple] = {}
+
+    def _feed(self, stack: Stack, terminal: int) -> Stack | None:
+        key = (id(stack), terminal)
+        hit = self._feeds.get(key)
+        if hit is None:
+            hit = self._feeds[key] = (stack, self._rt.runner.feed(stack, terminal))
+        return hit[1]
+
+    def accepts(self, seq: tuple[int, ...], follow: tuple[tuple[int, ...], bool]) -> bool:
+        """Whether the class (items ``seq``, then a pending lexeme with ``follow``) is accepted."""
+        s = 0
+        for item in seq:
+            nxt = self._steps.get((s, item))
+            if nxt is None:
+                fed = self._rt.feed(*self._states[s], item, self._carry, self._feed)
+                nxt = -1
+                if fed is not None:
+                    nxt = len(self._states)
+                    self._states.append(fed)
+                self._steps[(s, item)] = nxt
+            if nxt < 0:
+                return False
+            s = nxt
+        key = (s, follow[0], follow[1])
+        ok = self._follows.get(key)
+        if ok is None:
+            ok = self._follows[key] = self._rt.follow_ok(*self._states[s], follow, self._feed)
+        return ok

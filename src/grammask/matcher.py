@@ -27,7 +27,8 @@ from grammask.errors import (
     TokenRejectedError,
 )
 from grammask.indentation import START as INDENT_START
-from grammask.parser.kernels import add_marked_classes
+from grammask.indentation import ClassCheck
+from grammask.parser.kernels import add_marked_classes, or_class_tokens
 
 if TYPE_CHECKING:
     from grammask.compiled import CompiledGrammar
@@ -220,34 +221,28 @@ class Matcher:
     def _add_unknown_classes(self, row: np.ndarray, stack, unknown: np.ndarray) -> None:
         """OR in the lexer state's classes ``unknown`` (indices the compiled check left open) the real stack accepts."""
         rt = self._rt
-        classes, _, deps = rt.state_classes[self._lexstate]
+        classes = rt.state_python(self._lexstate)
+        check = None if self._indenter is None else ClassCheck(self._indenter, stack, self._post)
+        taken = []
         for k in unknown.tolist():
-            seq, follow = rt.class_python(int(classes[k]))
-            if self._class_accepted(stack, seq, follow):
-                words, bits = rt.dep_words(int(deps[k]))
-                row[words] |= bits
-
-    def _class_accepted(self, stack, seq: tuple[int, ...], follow: tuple[tuple[int, ...], bool]) -> bool:
-        """Whether ``stack`` (with this matcher's indentation context) takes a class: its sequence, then its follow."""
-        indenter = self._indenter
-        if indenter is None:
-            after = self._runner.feed_all(stack, seq)
-            return after is not None and self._follow_ok(after, None, follow)
-        levels, depth, width = self._post
-        fed = indenter.feed_all(stack, levels, depth, seq, width)
-        return fed is not None and self._follow_ok(fed[0], fed[1:], follow)
+            seq, follow, dep = classes[k]
+            if check is not None:
+                accepted = check.accepts(seq, follow)
+            else:
+                after = self._runner.feed_all(stack, seq)
+                accepted = after is not None and self._follow_ok(after, None, follow)
+            if accepted:
+                taken.append(dep)
+        if taken:
+            or_class_tokens(row, *rt.dep_bits, np.array(taken, dtype=np.int64))
 
     def _follow_ok(self, stack, context, follow: tuple[tuple[int, ...], bool]) -> bool:
-        """Whether the pending lexeme (follow set ``follow``) can still become a terminal ``stack`` takes."""
+        """Whether the pending lexeme (follow set ``follow``) can still become a terminal ``stack`` takes
+        (``context``: the indentation context's levels and depth, None without indentation)."""
+        if context is not None:
+            return self._indenter.follow_ok(stack, *context, follow)
         terms, anything = follow
-        if anything:
-            return True
-        feed = self._runner.feed
-        if context is None:
-            return any(feed(stack, x) is not None for x in terms)
-        base = self._indenter.spec.base
-        return any(self._indenter.pending_ok(stack, *context) if x == base else feed(stack, x) is not None
-                   for x in terms)
+        return anything or any(self._runner.feed(stack, x) is not None for x in terms)
 
     def allowed_tokens(self) -> np.ndarray:
         """The allowed token ids, sorted (a convenience built on :meth:`fill_mask`)."""

@@ -330,6 +330,14 @@ def add_marked_classes(row, action, goto, rule_len, rule_lhs, stack, classes, lc
 
 
 @nb.njit(cache=True)
+def or_class_tokens(row, word_ptr, words, bits, lists):
+    """OR into ``row`` the tokens of the dependent class lists ``lists`` (see :func:`add_marked_classes`)."""
+    for d in lists:
+        for w in range(word_ptr[d], word_ptr[d + 1]):
+            row[words[w]] |= bits[w]
+
+
+@nb.njit(cache=True)
 def mask_from_classes(n_words, token_ids, token_class, verdicts):
     """A mask row with the tokens whose class verdict is ALWAYS."""
     row = np.zeros(n_words, dtype=np.int32)
