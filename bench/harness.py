@@ -104,7 +104,7 @@ def lark_grammar(lark_text: str, name: str, postlex: str | None = None) -> gm.Gr
     if from_lark_takes_postlex():
         return gm.Grammar.from_lark(lark_text, name=name, postlex=make_postlex(postlex))
     try:
-        grammar = gm.Grammar.from_lark(lark_text, name=name)
+        gm.Grammar.from_lark(lark_text, name=name)
     except gm.GrammaskError as e:
         raise NoPostlexSupport(
             f"Grammar.from_lark has no postlex= argument here; without {postlex}: {type(e).__name__}: {e}"
@@ -238,6 +238,8 @@ class Replay:
     advance_ns: np.ndarray
     eos_mismatches: list[int]
     failure: str | None = None
+    cut: bool = False
+    """Stopped at its deadline before the end; the times cover the steps made."""
 
     def problem(self) -> str | None:
         """The failure, else the EOS mismatches as one message, else None."""
@@ -252,13 +254,18 @@ def allowed(row: np.ndarray, token: int) -> bool:
 
 
 def replay(
-    stepper: Stepper, tokens: Sequence[int], eos_ids: Sequence[int], eos_expected: Sequence[bool | None]
+    stepper: Stepper,
+    tokens: Sequence[int],
+    eos_ids: Sequence[int],
+    eos_expected: Sequence[bool | None],
+    deadline: float | None = None,
 ) -> Replay:
     """Step through ``tokens`` then EOS, timing each mask fill and each advance separately.
 
     Every token must be allowed by the mask before it; EOS must be allowed at step ``i`` iff
     ``eos_expected[i]`` (None: not judged at that step). A failure stops the replay, and the times
-    then cover the steps made.
+    then cover the steps made. ``deadline`` (a ``time.perf_counter()`` value): no step starts after
+    it, and the replay comes back ``cut``.
     """
     fill, advance, row = stepper.fill, stepper.advance, stepper.row
     clock = time.perf_counter_ns
@@ -267,6 +274,8 @@ def replay(
     advance_ns = np.zeros(n, dtype=np.int64)
     mismatches: list[int] = []
     for i in range(n + 1):
+        if deadline is not None and time.perf_counter() > deadline:
+            return Replay(mask_ns[:i], advance_ns[:i], mismatches, cut=True)
         t0 = clock()
         fill()
         mask_ns[i] = clock() - t0
