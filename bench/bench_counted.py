@@ -33,7 +33,7 @@ def measure(compiler: gm.Compiler, kind: str, n: int) -> dict:
     except gm.GrammaskError as e:
         return {"n": n, "refused_s": time.perf_counter() - start, "error": str(e)}
     t_ir = time.perf_counter()
-    lexer, _, _ = build_front(grammar)
+    lexer = build_front(grammar).lexer
     t_front = time.perf_counter()
     stats = compiler.compile(grammar).stats
     return {

@@ -117,7 +117,7 @@ class _Group:
             top = _top_list(stack, _STACK_VIEW)
             self._states += top
             self._n_states += len(top)
-        self._rows.append((row, q, pair, int(m._accepts_end(q, stack)), a, self._n_states, self._n_unknown, i))
+        self._rows.append((row, q, pair, int(m._accepts_end(q, stack, m._post)), a, self._n_states, self._n_unknown, i))
         self._n_unknown += len(view.state_classes[q][0])
         self.matchers.append(m)
 
@@ -143,7 +143,7 @@ class _Group:
             if k:
                 m._add_unknown_classes(mask, m._stack, self.unknown[u : u + k])
             m._mask = mask.copy()
-            m._mask_key = (m._lexstate, m._stack)
+            m._mask_key = (m._lexstate, m._stack, m._post)
 
 
 def _pieces(n: int, threads: int) -> list[tuple[int, int]]:
@@ -231,8 +231,7 @@ def fill_masks(matchers: Sequence[Matcher], bitmask: np.ndarray, indices: Sequen
     groups: dict[int, _Group] = {}
     memo: list[tuple[Matcher, int]] = []
     for m, row in zip(matchers, rows, strict=True):
-        key = m._mask_key
-        if key is not None and m._lexstate != _TERMINATED and key[0] == m._lexstate and key[1] is m._stack:
+        if m._lexstate != _TERMINATED and m._memo_valid():
             memo.append((m, row))
             continue
         engine = m.compiled._engine

@@ -119,11 +119,12 @@ class Compiler:
 
     def _build(self, grammar: Grammar, deadline: Deadline) -> tuple[Engine, CompileStats]:
         start = time.perf_counter()
-        lexer, tables, parser_term = build_front(grammar, deadline)
+        front = build_front(grammar, deadline)
+        lexer, tables = front.lexer, front.tables
         t_front = time.perf_counter() - start
         trie = self.trie()
         t_trie = time.perf_counter() - start - t_front
-        masks, phases = build_mask_tables(lexer, tables, parser_term, self.vocab, trie, deadline)
+        masks, phases = build_mask_tables(front, self.vocab, trie, deadline)
         stats = CompileStats(
             seconds=time.perf_counter() - start,
             lexer_states=lexer.n_states,
@@ -134,7 +135,7 @@ class Compiler:
             depends_classes=len(masks.dep_word_ptr) - 1,
             phases=dict(front=t_front, trie=t_trie, **phases),
         )
-        return Engine(lexer, tables, parser_term, masks, self.vocab, self._trie), stats
+        return Engine(lexer, tables, front.parser_term, masks, self.vocab, self._trie, front.indent), stats
 
     def _decode(self, arrays: dict, meta: dict) -> tuple[Engine, CompileStats]:
         engine = Engine.from_arrays(arrays, meta, self.vocab, self._trie)

@@ -16,6 +16,7 @@ from functools import cached_property
 import numpy as np
 
 from grammask.automata.lexer import LexerAutomaton
+from grammask.indentation import IndentRuntime, IndentSpec
 from grammask.mask_tables import MaskTables
 from grammask.parser.stack import LRRunner
 from grammask.parser.tables import ParseTables
@@ -40,6 +41,8 @@ class Engine:
     masks: MaskTables
     vocab: Vocabulary
     trie_of: Callable[[], VocabTrie] = field(repr=False)
+    indent: IndentSpec | None = None
+    """The grammar's indentation rules (Lark's ``Indenter``), or None."""
 
     @property
     def nbytes(self) -> int:
@@ -55,6 +58,11 @@ class Engine:
     @cached_property
     def runner(self) -> LRRunner:
         return LRRunner(self.parse)
+
+    @cached_property
+    def indenter(self) -> IndentRuntime | None:
+        """The indentation rules run on persistent stacks (None for a grammar without them)."""
+        return None if self.indent is None else IndentRuntime(self.indent, self.runner, self.lexer, self.parser_term)
 
     @cached_property
     def view(self) -> MatcherView:
@@ -74,6 +82,7 @@ class Engine:
             "parser_notes": list(self.parse.notes),
             "start_state": self.parse.start_state,
             "accept_state": self.parse.accept_state,
+            "indent": None if self.indent is None else self.indent.to_json(),
         }
         return arrays, meta
 
@@ -93,7 +102,8 @@ class Engine:
             **{f: arrays[f"tables.{f}"] for f in _TABLE_ARRAYS},
         )
         masks = MaskTables(**{f.name: arrays[f"masks.{f.name}"] for f in dataclasses.fields(MaskTables)})
-        return cls(lexer, parse, arrays["parser_term"], masks, vocab, trie_of)
+        indent = None if meta.get("indent") is None else IndentSpec.from_json(meta["indent"])
+        return cls(lexer, parse, arrays["parser_term"], masks, vocab, trie_of, indent)
 
 
 class MatcherView:

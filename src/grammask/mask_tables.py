@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 import numpy as np
 
@@ -21,6 +21,7 @@ from grammask.automata.lexer import LexerAutomaton, build_lexer
 from grammask.bitmask import bitmask_words
 from grammask.classes import ClassTable, ClassTokens, StateClasses, group_walk
 from grammask.grammar.ir import Grammar
+from grammask.indentation import IndentSpec, byte_widths
 from grammask.parser.kernels import (
     ALWAYS,
     UNKNOWN,
@@ -30,7 +31,13 @@ from grammask.parser.kernels import (
     mask_from_classes,
 )
 from grammask.parser.tables import ERROR, ParseTables, build_parse_tables
-from grammask.spanner import SequenceTable, TrieWalk, VocabTrie, walk_alive
+from grammask.spanner import (
+    NewlineWidths,
+    SequenceTable,
+    TrieWalk,
+    VocabTrie,
+    walk_alive,
+)
 
 if TYPE_CHECKING:
     from grammask.errors import Deadline
@@ -86,33 +93,49 @@ class MaskTables:
 
 
 def parser_terminal_map(grammar: Grammar, lexer: LexerAutomaton) -> tuple[tuple[str, ...], np.ndarray]:
-    """Parser terminals (the non-ignored lexer terminals, in lexer order) and the lexer-to-parser index map."""
-    names = tuple(n for n, ign in zip(lexer.terminals, lexer.ignored) if not ign)
+    """Parser terminals (the non-ignored lexer terminals in lexer order, then the declared ones) and the
+    lexer-to-parser index map."""
+    names = tuple(n for n, ign in zip(lexer.terminals, lexer.ignored) if not ign) + grammar.declared
     index = {n: i for i, n in enumerate(names)}
     mapping = np.array([-1 if ign else index[n] for n, ign in zip(lexer.terminals, lexer.ignored)], dtype=np.int32)
     return names, mapping
 
 
-def build_front(grammar: Grammar, deadline: Deadline | None = None) -> tuple[LexerAutomaton, ParseTables, np.ndarray]:
-    """The vocabulary-independent part of compilation: lexer automaton, parse tables, terminal map.
+class Front(NamedTuple):
+    """The vocabulary-independent part of a compiled grammar."""
 
-    Raises what :func:`~grammask.automata.lexer.build_lexer` and
-    :func:`~grammask.parser.tables.build_parse_tables` raise (a passed ``deadline`` included; None: no limit).
+    lexer: LexerAutomaton
+    tables: ParseTables
+    parser_term: np.ndarray
+    """Per lexer terminal: its parser terminal, -1 if ignored, a context id for indentation's newline."""
+    indent: IndentSpec | None
+
+
+def build_front(grammar: Grammar, deadline: Deadline | None = None) -> Front:
+    """The vocabulary-independent part of compilation: lexer automaton, parse tables, terminal map, indentation.
+
+    Raises what :func:`~grammask.automata.lexer.build_lexer`, :func:`~grammask.parser.tables.build_parse_tables`
+    and :meth:`~grammask.indentation.IndentSpec.build` raise (a passed ``deadline`` included; None: no limit).
     """
     lexer = build_lexer(grammar, deadline)
     names, mapping = parser_terminal_map(grammar, lexer)
     tables = build_parse_tables(grammar, names, deadline)
-    return lexer, tables, mapping
+    indent = None
+    if grammar.indentation is not None:
+        indent = IndentSpec.build(grammar.indentation, lexer, names)
+        mapping = indent.lexer_terminal_map(mapping)
+    return Front(lexer, tables, mapping, indent)
 
 
-def build_mask_tables(
-    lexer: LexerAutomaton, tables: ParseTables, parser_term: np.ndarray, vocab: Vocabulary, trie: VocabTrie,
-    deadline: Deadline | None = None,
-) -> tuple[MaskTables, dict]:
+def build_mask_tables(front: Front, vocab: Vocabulary, trie: VocabTrie, deadline: Deadline | None = None,
+                      ) -> tuple[MaskTables, dict]:
     """Walk the vocabulary from every reachable lexer state and split its classes into ALWAYS / DEPENDS per LR state.
 
-    Raises :class:`~grammask.errors.CompileTimeoutError` once ``deadline`` (None: no limit) has passed.
+    Classes holding a context terminal (indentation's newline) are always DEPENDS: the matcher decides
+    them with the indentation it tracks. Raises :class:`~grammask.errors.CompileTimeoutError` once
+    ``deadline`` (None: no limit) has passed.
     """
+    lexer, tables, parser_term, indent = front
     check = deadline.check if deadline is not None else _no_check
     timings: dict[str, float] = {}
     clock = time.perf_counter()
@@ -125,7 +148,13 @@ def build_mask_tables(
     lr = (tables.action, tables.goto, tables.rule_len, tables.rule_lhs)
 
     # 1. The vocabulary walk from every lexer state a matcher can be in between tokens.
-    seqs = SequenceTable(int(parser_term.max(initial=-1)) + 2)
+    newline = None
+    n_terms = int(parser_term.max(initial=-1)) + 2
+    if indent is not None:
+        widths = byte_widths(indent.tab_len)
+        newline = NewlineWidths(indent.newline_lexer, indent.base, widths)
+        n_terms = indent.max_id(_max_token_width(vocab, widths)) + 1
+    seqs = SequenceTable(n_terms)
     walks: dict[int, StateClasses] = {}
     work = TrieWalk(trie)
     slots = None
@@ -135,7 +164,7 @@ def build_mask_tables(
     while queue:
         check("the vocabulary walks")
         q = queue.pop()
-        entries, seq, ends = walk_alive(trie, lexer.trans, lexer.accept, parser_term, q, seqs, work)
+        entries, seq, ends = walk_alive(trie, lexer.trans, lexer.accept, parser_term, q, seqs, work, newline)
         if slots is None or len(slots) < len(seqs) * n_follow:
             slots = np.full(2 * len(seqs) * n_follow, -1, dtype=np.int32)
         walks[q], fresh = group_walk(trie.token_ids[entries], seq, ends, state_follow, n_follow, slots, queued)
@@ -194,7 +223,7 @@ def build_mask_tables(
         else:
             produce = lexer.produce[q]
             ok = on_top.copy()
-            if not (produce & lexer.ignored).any():
+            if not (produce & (lexer.ignored | (parser_term >= tables.end + 1))).any():
                 ok &= live[:, parser_term[produce]].any(axis=1)
             candidates = np.nonzero(ok)[0].tolist()
         ever_depends = np.zeros(n_local, dtype=bool)
@@ -274,6 +303,11 @@ def _refine(lr, exposed, n_states: int, p: int, ranks: np.ndarray, class_arrays,
         classify_classes(*lr, *exposed, n_states, p, todo, *class_arrays, out)
         known[todo] = out
     return known[ranks]
+
+
+def _max_token_width(vocab: Vocabulary, widths: np.ndarray) -> int:
+    """The most indentation width one token's bytes can add (line breaks ignored: an upper bound)."""
+    return max((int(widths[np.frombuffer(t, dtype=np.uint8)].clip(0).sum()) for t in vocab.tokens if t), default=0)
 
 
 def _no_check(phase: str) -> None:

@@ -19,12 +19,14 @@ import numpy as np
 from grammask.bitmask import bitmask_words
 from grammask.budget import TokenBudget
 from grammask.errors import (
+    BudgetUnsupportedError,
     ConfigurationError,
     MatcherStateError,
     TextRejectedError,
     TokenOutOfRangeError,
     TokenRejectedError,
 )
+from grammask.indentation import START as INDENT_START
 from grammask.parser.kernels import add_marked_classes
 
 if TYPE_CHECKING:
@@ -53,10 +55,12 @@ class Matcher:
         "_budget",
         "_costs",
         "_history",
+        "_indenter",
         "_lexer",
         "_lexstate",
         "_mask",
         "_mask_key",
+        "_post",
         "_rt",
         "_runner",
         "_stack",
@@ -71,13 +75,16 @@ class Matcher:
         self._rt = engine.view
         self._runner = engine.runner
         self._lexer = engine.lexer
+        self._indenter = engine.indenter
         self._lexstate = 0
         self._stack = self._runner.initial
-        self._history: list[tuple[int, tuple]] = []
+        self._post = None if self._indenter is None else INDENT_START
+        self._history: list[tuple[int, tuple, tuple | None]] = []
         self._mask: np.ndarray | None = None
         self._mask_key: tuple | None = None
         if prefix:
-            self._lexstate, self._stack = self._state_after(prefix.encode() if isinstance(prefix, str) else prefix)
+            self._lexstate, self._stack, self._post = self._state_after(
+                prefix.encode() if isinstance(prefix, str) else prefix)
         self._budget = None if max_tokens is None else self._new_budget(max_tokens)
         self._costs = self._budget  # the cost rows min_tokens_to_finish uses (made on first use when unbudgeted)
 
@@ -91,9 +98,15 @@ class Matcher:
         """True iff the text so far is a whole sentence (EOS allowed now)."""
         if self._lexstate == _TERMINATED:
             return False
-        return self._accepts_end(self._lexstate, self._stack)
+        return self._accepts_end(self._lexstate, self._stack, self._post)
 
-    def _accepts_end(self, lexstate: int, stack) -> bool:
+    def _accepts_end(self, lexstate: int, stack, post) -> bool:
+        indenter = self._indenter
+        if indenter is not None:
+            levels, depth, width = post
+            items = indenter.finish(lexstate, width)
+            fed = None if items is None else indenter.feed_all(stack, levels, depth, items)
+            return fed is not None and indenter.accepts_end(fed[0], fed[1])
         finished = self._lexer.finish(lexstate)
         if finished is None:
             return False
@@ -131,6 +144,11 @@ class Matcher:
         return self._costs
 
     def _new_budget(self, max_tokens: int | None) -> TokenBudget:
+        if self._indenter is not None:
+            raise BudgetUnsupportedError(
+                f"grammar {self.compiled.grammar.name!r} has indentation (a postlex): token budgets do not count "
+                f"its indent and dedent terminals yet"
+            )
         rt = self.compiled._budget_runtime()
         return TokenBudget(rt, max_tokens, self._lexstate, self._stack, self.compiled.grammar.name)
 
@@ -163,8 +181,7 @@ class Matcher:
             row[:] = 0
             row[rt.eos_words] |= rt.eos_bits
             return
-        key = (self._lexstate, self._stack)
-        if self._mask_key is not None and self._mask_key[0] == key[0] and self._mask_key[1] is key[1]:
+        if self._memo_valid():
             row[:] = self._mask
             if self._budget is not None:
                 self._budget.restrict(row, self._lexstate, self._stack, len(self._history))
@@ -178,12 +195,17 @@ class Matcher:
         np.copyto(row, rt.masks[rt.pair_mask[pair]])
         if rt.pair_has_marks[pair]:
             self._add_depends(row, stack, rt.state_classes[self._lexstate], rt.pair_marks[pair])
-        if self._accepts_end(self._lexstate, stack):
+        if self._accepts_end(self._lexstate, stack, self._post):
             row[rt.eos_words] |= rt.eos_bits
         self._mask = row.copy()
-        self._mask_key = key
+        self._mask_key = (self._lexstate, stack, self._post)
         if self._budget is not None:
             self._budget.restrict(row, self._lexstate, self._stack, len(self._history))
+
+    def _memo_valid(self) -> bool:
+        """Whether the mask kept from the last fill is this state's."""
+        key = self._mask_key
+        return key is not None and key[0] == self._lexstate and key[1] is self._stack and key[2] == self._post
 
     def _add_depends(self, row: np.ndarray, stack, state_classes, marks: np.ndarray) -> None:
         """OR in the marked classes the real stack accepts (compiled check; Python for very deep stacks)."""
@@ -200,11 +222,32 @@ class Matcher:
         rt = self._rt
         classes, _, deps = rt.state_classes[self._lexstate]
         for k in unknown.tolist():
-            seq, (follow, follow_any) = rt.class_python(int(classes[k]))
-            after = self._runner.feed_all(stack, seq)
-            if after is not None and (follow_any or any(self._runner.feed(after, x) is not None for x in follow)):
+            seq, follow = rt.class_python(int(classes[k]))
+            if self._class_accepted(stack, seq, follow):
                 words, bits = rt.dep_words(int(deps[k]))
                 row[words] |= bits
+
+    def _class_accepted(self, stack, seq: tuple[int, ...], follow: tuple[tuple[int, ...], bool]) -> bool:
+        """Whether ``stack`` (with this matcher's indentation context) takes a class: its sequence, then its follow."""
+        indenter = self._indenter
+        if indenter is None:
+            after = self._runner.feed_all(stack, seq)
+            return after is not None and self._follow_ok(after, None, follow)
+        levels, depth, width = self._post
+        fed = indenter.feed_all(stack, levels, depth, seq, width)
+        return fed is not None and self._follow_ok(fed[0], fed[1:], follow)
+
+    def _follow_ok(self, stack, context, follow: tuple[tuple[int, ...], bool]) -> bool:
+        """Whether the pending lexeme (follow set ``follow``) can still become a terminal ``stack`` takes."""
+        terms, anything = follow
+        if anything:
+            return True
+        feed = self._runner.feed
+        if context is None:
+            return any(feed(stack, x) is not None for x in terms)
+        base = self._indenter.spec.base
+        return any(self._indenter.pending_ok(stack, *context) if x == base else feed(stack, x) is not None
+                   for x in terms)
 
     def allowed_tokens(self) -> np.ndarray:
         """The allowed token ids, sorted (a convenience built on :meth:`fill_mask`)."""
@@ -234,14 +277,14 @@ class Matcher:
         if token_id in vocab.eos_ids:
             if not self.is_accepting():
                 raise TokenRejectedError(token_id, "(EOS) is not allowed: the output is not a complete sentence yet")
-            self._push(_TERMINATED, self._stack)
+            self._push(_TERMINATED, self._stack, self._post)
             return
         new = self._step(token_id)
         if new is None:
             raise TokenRejectedError(
                 token_id, f"({_show(vocab.tokens[token_id] if token_id < len(vocab.tokens) else None)}) is not allowed here"
             )
-        if budget is not None and not budget.allows(token_id, self._lexstate, self._stack, len(self._history), *new):
+        if budget is not None and not budget.allows(token_id, self._lexstate, self._stack, len(self._history), *new[:2]):
             raise TokenRejectedError(
                 token_id,
                 f"({_show(vocab.tokens[token_id])}) is not allowed: no complete output would fit "
@@ -253,35 +296,43 @@ class Matcher:
         data = self.compiled.vocab.tokens[token_id] if token_id < len(self.compiled.vocab.tokens) else None
         if not data:
             return None
-        return self._read(self._lexstate, self._stack, data)
+        return self._read(self._lexstate, self._stack, self._post, data)
 
-    def _read(self, lexstate: int, stack, data: bytes):
-        """The (lexer state, stack) after ``data``, or None if no sentence can follow it."""
+    def _read(self, lexstate: int, stack, post, data: bytes):
+        """The (lexer state, stack, indentation context) after ``data``, or None if no sentence can follow it."""
+        indenter = self._indenter
+        if indenter is not None:
+            levels, depth, width = post
+            lexed = indenter.lex(lexstate, width, data)
+            if lexed is None:
+                return None
+            items, lexstate, width = lexed
+            fed = indenter.feed_all(stack, levels, depth, items)
+            if fed is None or not self._follow_ok(fed[0], fed[1:], self._rt.state_follow[lexstate]):
+                return None
+            return lexstate, fed[0], (fed[1], fed[2], width)
         lexed = self._lexer.step(lexstate, data)
         if lexed is None:
             return None
         emitted, lexstate = lexed
         stack = self._feed_lexer_terminals(stack, emitted)
-        if stack is None:
+        if stack is None or not self._follow_ok(stack, None, self._rt.state_follow[lexstate]):
             return None
-        follow, follow_any = self._rt.state_follow[lexstate]
-        if not follow_any and not any(self._runner.feed(stack, x) is not None for x in follow):
-            return None
-        return lexstate, stack
+        return lexstate, stack, None
 
     def _state_after(self, data: bytes):
-        state = self._read(self._lexstate, self._stack, data)
+        state = self._read(self._lexstate, self._stack, self._post, data)
         if state is not None:
             return state
-        lexstate, stack = self._lexstate, self._stack
+        lexstate, stack, post = self._lexstate, self._stack, self._post
         for i in range(len(data)):  # a byte that no sentence can follow fails every longer text too
-            state = self._read(lexstate, stack, data[i : i + 1])
+            state = self._read(lexstate, stack, post, data[i : i + 1])
             if state is None:
                 raise TextRejectedError(
                     i, f"the prefix cannot begin a sentence of the grammar: it fails at byte {i} ({data[i:i + 1]!r}, "
                     f"after {data[max(0, i - 20):i]!r})"
                 )
-            lexstate, stack = state
+            lexstate, stack, post = state
         raise MatcherStateError("internal error: a prefix rejected whole was accepted byte by byte")
 
     def _feed_lexer_terminals(self, stack, lexer_terminals):
@@ -295,10 +346,11 @@ class Matcher:
                     return None
         return stack
 
-    def _push(self, lexstate: int, stack) -> None:
-        self._history.append((self._lexstate, self._stack))
+    def _push(self, lexstate: int, stack, post) -> None:
+        self._history.append((self._lexstate, self._stack, self._post))
         self._lexstate = lexstate
         self._stack = stack
+        self._post = post
 
     def accept_token(self, token_id: int) -> bool:
         """Like :meth:`advance` but returns False instead of raising for a disallowed token.
@@ -338,21 +390,21 @@ class Matcher:
         """
         if self._lexstate == _TERMINATED:
             return b""
-        lexstate, stack = self._lexstate, self._stack
+        lexstate, stack, post = self._lexstate, self._stack, self._post
         out = bytearray()
         trans, accept = self._lexer.trans, self._lexer.accept
-        while len(out) < _MAX_FORCED and not self._accepts_end(lexstate, stack):
+        while len(out) < _MAX_FORCED and not self._accepts_end(lexstate, stack, post):
             lexable = (trans[lexstate] >= 0) | ((accept[lexstate] >= 0) & (trans[0] >= 0))
             nexts = []
             for b in np.flatnonzero(lexable).tolist():
-                state = self._read(lexstate, stack, bytes((b,)))
+                state = self._read(lexstate, stack, post, bytes((b,)))
                 if state is not None:
                     nexts.append((b, state))
                     if len(nexts) > 1:
                         break
             if len(nexts) != 1:
                 break
-            b, (lexstate, stack) = nexts[0]
+            b, (lexstate, stack, post) = nexts[0]
             out.append(b)
         return bytes(out)
 
@@ -384,7 +436,7 @@ class Matcher:
             raise MatcherStateError(f"cannot roll back {k} tokens: {len(self._history)} accepted so far")
         if k == 0:
             return
-        self._lexstate, self._stack = self._history[-k]
+        self._lexstate, self._stack, self._post = self._history[-k]
         del self._history[-k:]
 
     def fork(self) -> Matcher:

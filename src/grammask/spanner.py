@@ -173,6 +173,8 @@ class TrieWalk:
     def __init__(self, trie: VocabTrie):
         self.state = np.empty(trie.n_nodes, dtype=np.int32)
         self.seq = np.empty(trie.n_nodes, dtype=np.int64)
+        # The current line's width at each node, times 2, plus 1 while relative to the width before the token.
+        self.width = np.empty(trie.n_nodes, dtype=np.int64)
         n = len(trie.token_ids)
         self.out = (np.empty(n, dtype=np.int32), np.empty(n, dtype=np.int32), np.empty(n, dtype=np.int32))
         self.cache_keys = np.full(self._SLOTS, -1, dtype=np.int64)
@@ -186,10 +188,10 @@ class TrieWalk:
 
 def walk_tokens(
     trie: VocabTrie, trans: np.ndarray, accept: np.ndarray, parser_term: np.ndarray, start: int,
-    seqs: SequenceTable, work: TrieWalk | None = None,
+    seqs: SequenceTable, work: TrieWalk | None = None, newline: NewlineWidths | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Lex every token from lexer state ``start``: ``(seq, end)`` over all the trie's entries, ``DEAD`` where rejected."""
-    entries, seq, end = walk_alive(trie, trans, accept, parser_term, start, seqs, work)
+    entries, seq, end = walk_alive(trie, trans, accept, parser_term, start, seqs, work, newline)
     seq_all = np.full(len(trie.token_ids), DEAD, dtype=np.int32)
     end_all = np.full(len(trie.token_ids), DEAD, dtype=np.int32)
     seq_all[entries] = seq
@@ -197,24 +199,43 @@ def walk_tokens(
     return seq_all, end_all
 
 
+@dataclass(frozen=True)
+class NewlineWidths:
+    """How a walk writes the indentation's newline terminal (see :mod:`grammask.indentation`).
+
+    ``terminal`` is the newline's lexer terminal, ``base`` the first context id, ``byte_width`` what
+    each byte adds to the current line's width (-1: a line break).
+    """
+
+    terminal: int
+    base: int
+    byte_width: np.ndarray
+
+
+_NO_NEWLINE = NewlineWidths(-1, 0, np.zeros(256, dtype=np.int32))
+
+
 def walk_alive(
     trie: VocabTrie, trans: np.ndarray, accept: np.ndarray, parser_term: np.ndarray, start: int,
-    seqs: SequenceTable, work: TrieWalk | None = None,
+    seqs: SequenceTable, work: TrieWalk | None = None, newline: NewlineWidths | None = None,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Lex every token from lexer state ``start``; only the tokens that survive are reported.
 
     Returns ``(entries, seq, end)``: the trie entries that lex, each one's interned emitted
     sequence and the lexer state it leaves. ``parser_term[lexer terminal]`` is its parser
     terminal index, or -1 for ignored terminals (not recorded in sequences). Pass the same
-    ``work`` to many walks over one trie to reuse its scratch arrays.
+    ``work`` to many walks over one trie to reuse its scratch arrays. With ``newline``, that
+    terminal is recorded as a context id carrying its last line's width.
     """
     work = work or TrieWalk(trie)
+    newline = newline or _NO_NEWLINE
     while True:
         seqs.ensure_room(len(trie.token_ids) + 1)
         entries, seq, end, full = _walk(
             trie.node_byte, trie.node_parent, trie.node_end, trie.node_tok_ptr, trans, accept, parser_term,
             np.int32(start), seqs.slots, seqs.parent, seqs.last, seqs.count, np.int64(seqs.n_terms),
-            work.state, work.seq, *work.out, *work.cache(),
+            work.state, work.seq, *work.out, *work.cache(), np.int32(newline.terminal), np.int64(newline.base),
+            newline.byte_width, work.width,
         )
         if not full:
             return entries, seq, end
@@ -236,7 +257,7 @@ def _store(slot, lo, hi, entries, seq_out, end_out, cache_span, arena_entries, a
 @nb.njit(cache=True)
 def _walk(node_byte, node_parent, node_end, node_tok_ptr, trans, accept, parser_term, start, slots, parent, last,
           count, n_terms, node_state, node_seq, entries, seq_out, end_out, cache_keys, cache_span,
-          arena_entries, arena_seq, arena_end, used):
+          arena_entries, arena_seq, arena_end, used, nl_term, nl_base, byte_width, node_width):
     capacity = min(len(parent), len(slots) // 2)
     mask = len(slots) - 1
     cache_mask = len(cache_keys) - 1
@@ -245,6 +266,7 @@ def _walk(node_byte, node_parent, node_end, node_tok_ptr, trans, accept, parser_
     n_out = 0
     node_state[0] = start
     node_seq[0] = 0
+    node_width[0] = 1  # width 0, relative
     recording = -1  # cache slot of the first-byte subtree being recorded
     record_from = 0
     record_end = 0
@@ -257,6 +279,7 @@ def _walk(node_byte, node_parent, node_end, node_tok_ptr, trans, accept, parser_
         up = node_parent[n]
         state = node_state[up]
         seq = node_seq[up]
+        width = node_width[up]
         b = node_byte[n]
         nxt = trans[state, b]
         if nxt < 0:
@@ -266,6 +289,9 @@ def _walk(node_byte, node_parent, node_end, node_tok_ptr, trans, accept, parser_
                 n = node_end[n]  # this prefix is rejected, and so is every token below it
                 continue
             pt = parser_term[term]
+            if term == nl_term:
+                pt = nl_base + 1 + width  # the context id of grammask.indentation
+            width = 0
             if pt >= 0:
                 key = seq * n_terms + pt
                 h = (key * 0x9E3779B97F4A7C15) & mask
@@ -285,8 +311,12 @@ def _walk(node_byte, node_parent, node_end, node_tok_ptr, trans, accept, parser_
                     last[found] = pt
                     count[0] = found + 1
                 seq = found
+        step = byte_width[b]
+        width = 0 if step < 0 else width + 2 * step
         if up == 0:  # a first-byte subtree: copy it if stored, record it on its second visit
             key = (seq * n_states + nxt) * n_nodes + n
+            if nl_term >= 0:
+                key = (key * 2 + (width & 1)) * 512 + min(width >> 1, 511)
             h = (key * 0x9E3779B97F4A7C15) & cache_mask
             while cache_keys[h] >= 0 and cache_keys[h] != key:
                 h = (h + 1) & cache_mask
@@ -307,6 +337,7 @@ def _walk(node_byte, node_parent, node_end, node_tok_ptr, trans, accept, parser_
                 used[1] += 1
         node_state[n] = nxt
         node_seq[n] = seq
+        node_width[n] = width
         for e in range(node_tok_ptr[n], node_tok_ptr[n + 1]):
             entries[n_out] = e
             seq_out[n_out] = seq

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 from dataclasses import dataclass, field
@@ -40,6 +41,27 @@ class Rule:
 
 
 @dataclass(frozen=True)
+class Indentation:
+    """Indentation as Lark's ``Indenter`` postlex does it, as data the engine runs itself.
+
+    The lexer's ``newline`` terminal (which must never be ``%ignore``-d) reaches the parser, then
+    its last line's indentation (spaces count 1, tabs ``tab_len``) is compared with a stack of
+    levels (initially ``[0]``): deeper pushes it and adds ``indent``; shallower pops levels, adding
+    one ``dedent`` each, down to a level equal to it (none equal: the text is rejected, Lark's
+    ``DedentError``). Inside brackets (``open_brackets`` minus ``close_brackets`` seen so far above
+    zero) the newline is dropped. At the end of input one ``dedent`` per level above 0 comes before
+    the end. ``indent`` and ``dedent`` are declared terminals: the lexer never produces them.
+    """
+
+    newline: str
+    indent: str
+    dedent: str
+    open_brackets: tuple[str, ...] = ()
+    close_brackets: tuple[str, ...] = ()
+    tab_len: int = 8
+
+
+@dataclass(frozen=True)
 class Grammar:
     """A context-free grammar with a separate lexer: the one shape all front ends compile to.
 
@@ -60,6 +82,9 @@ class Grammar:
     notes: tuple[str, ...] = field(default=(), compare=False)
     """What the front end could not enforce (e.g. schema keywords dropped with ``strict=False``)."""
     conflicts: str = "resolve"
+    declared: tuple[str, ...] = ()
+    """Terminals the parser sees that no lexer rule produces (Lark's ``%declare``), e.g. indentation's."""
+    indentation: Indentation | None = None
 
     def __post_init__(self) -> None:
         term_names = [t.name for t in self.terminals]
@@ -67,6 +92,10 @@ class Grammar:
             dup = sorted({n for n in term_names if term_names.count(n) > 1})
             raise GrammarError(f"terminal defined twice: {', '.join(dup)}")
         terms = set(term_names)
+        clash = terms & set(self.declared)
+        if clash:
+            raise GrammarError(f"terminal both defined and declared: {', '.join(sorted(clash))}")
+        terms |= set(self.declared)
         nonterms = {r.lhs for r in self.rules}
         both = terms & nonterms
         if both:
@@ -82,6 +111,26 @@ class Grammar:
             raise UndefinedSymbolError(f"%ignore names undefined terminal(s): {', '.join(sorted(missing))}")
         if self.conflicts not in ("resolve", "error"):
             raise GrammarError(f"conflicts must be 'resolve' or 'error', not {self.conflicts!r}")
+        if self.indentation is not None:
+            self._check_indentation(self.indentation, set(term_names))
+
+    def _check_indentation(self, rules: Indentation, lexed: set[str]) -> None:
+        missing = [n for n in (rules.newline,) if n not in lexed]
+        missing += [n for n in (rules.indent, rules.dedent) if n not in self.declared]
+        if missing:
+            raise UndefinedSymbolError(
+                f"the indenter names terminal(s) the grammar lacks: {', '.join(missing)} (the newline must be a "
+                f"terminal with a pattern; indent and dedent must be %declare-d)"
+            )
+        if rules.newline in self.ignore:
+            raise GrammarError(f"the indenter's newline terminal {rules.newline} must not be %ignore-d")
+        if rules.tab_len < 1:
+            raise GrammarError(f"the indenter's tab_len must be at least 1, not {rules.tab_len}")
+
+    @property
+    def parser_terminal_names(self) -> tuple[str, ...]:
+        """Terminals the parser sees: the lexed ones not ignored, then the declared ones."""
+        return tuple(t.name for t in self.terminals if t.name not in self.ignore) + self.declared
 
     @property
     def terminal_names(self) -> tuple[str, ...]:
@@ -110,4 +159,7 @@ class Grammar:
             "ignore": sorted(self.ignore),
             "conflicts": self.conflicts,
         }
+        if self.declared or self.indentation is not None:
+            doc["declared"] = list(self.declared)
+            doc["indentation"] = None if self.indentation is None else dataclasses.asdict(self.indentation)
         return hashlib.sha256(json.dumps(doc, sort_keys=True).encode()).hexdigest()

@@ -35,7 +35,7 @@ def to_lark_text(grammar: Grammar) -> str:
     lines = [_terminal_line(t) for t in grammar.terminals]
     alternatives: dict[str, list[str]] = {}
     priority: dict[str, int] = {}
-    terminals = set(grammar.terminal_names)
+    terminals = set(grammar.terminal_names) | set(grammar.declared)
     for rule in grammar.rules:
         rhs = (lark_terminal_name(s) if s in terminals else lark_rule_name(s) for s in rule.rhs)
         lhs = lark_rule_name(rule.lhs)
@@ -46,6 +46,8 @@ def to_lark_text(grammar: Grammar) -> str:
         head = lhs if priority[lhs] == 0 else f"{lhs}.{priority[lhs]}"
         lines.append(f"{head}: " + "\n    | ".join(alts))
     lines.extend(f"%ignore {lark_terminal_name(name)}" for name in sorted(grammar.ignore))
+    if grammar.declared:
+        lines.append("%declare " + " ".join(lark_terminal_name(name) for name in grammar.declared))
     return "\n".join(lines) + "\n"
 
 

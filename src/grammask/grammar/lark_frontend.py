@@ -10,24 +10,43 @@ from lark import lexer as lark_lexer
 from lark.lexer import PatternStr
 from lark.load_grammar import load_grammar
 
-from grammask.errors import GrammarError, GrammarSyntaxError, UndefinedSymbolError
-from grammask.grammar.ir import Grammar, Rule, Terminal
+from grammask.errors import (
+    ConfigurationError,
+    GrammarError,
+    GrammarSyntaxError,
+    UndefinedSymbolError,
+)
+from grammask.grammar.ir import Grammar, Indentation, Rule, Terminal
 
 _UNDEFINED = re.compile(r"(?:Rule|Terminal) '?([^' ]+)'? used but not defined|Terminals? used but not defined")
 
 
-def grammar_from_lark(text: str, *, start: str = "start", name: str = "lark", conflicts: str = "resolve") -> Grammar:
+def grammar_from_lark(
+    text: str, *, start: str = "start", name: str = "lark", conflicts: str = "resolve", postlex: object = None,
+    lexer: str = "basic",
+) -> Grammar:
     """Load Lark EBNF text into a :class:`Grammar`; lark errors become grammask errors with line numbers.
 
     Rule priorities (``name.2: ...``) are kept: they decide reduce/reduce conflicts. ``conflicts``
     is the grammar's shift/reduce policy (``"resolve"`` as Lark, or ``"error"``; see :class:`Grammar`).
+    ``postlex`` takes an instance of Lark's ``lark.indenter.Indenter`` (e.g. ``PythonIndenter()``):
+    its terminal names, brackets and ``tab_len`` are read, and grammask runs the same indentation
+    rules itself (:class:`~grammask.grammar.ir.Indentation`). ``lexer`` is Lark's lexer name; only
+    ``"basic"`` is built so far (grammask's lexing rule, see ``docs/architecture.md``).
 
     Raises :class:`~grammask.errors.GrammarSyntaxError` (with line and column) for text that is not Lark
     EBNF, :class:`~grammask.errors.UndefinedSymbolError` for a rule or terminal used but not defined (or
-    a missing ``start`` rule), and :class:`~grammask.errors.GrammarError` for any other error lark reports,
-    for a ``%declare``-d terminal with no pattern and for an unknown ``conflicts``. Terminal regexes are
-    checked at compile time.
+    a missing ``start`` rule or an indenter terminal the grammar lacks), :class:`~grammask.errors.GrammarError`
+    for any other error lark reports, for a ``%declare``-d terminal used without an indenter that produces it and
+    for an unknown ``conflicts``, and :class:`~grammask.errors.ConfigurationError` for a ``postlex`` that is not
+    an ``Indenter`` or a ``lexer`` other than ``"basic"``. Terminal regexes are checked at compile time.
     """
+    if lexer != "basic":
+        raise ConfigurationError(
+            f"lexer={lexer!r}: grammask builds Lark's 'basic' lexer only so far (the contextual lexer is not built "
+            f"yet); pass lexer='basic'"
+        )
+    indentation = None if postlex is None else _indentation_of(postlex)
     try:
         with _no_collision_check():
             loaded, _ = load_grammar(text, "<grammar>", [], False)
@@ -43,10 +62,9 @@ def grammar_from_lark(text: str, *, start: str = "start", name: str = "lark", co
         raise GrammarError(f"Lark grammar: {e}") from None
 
     terminals = []
+    declared = [str(n) for n, (tree, _) in loaded.term_defs if tree is None and _used(n, lark_rules)]
     for td in terminal_defs:
         pattern = td.pattern
-        if pattern is None:
-            raise GrammarError(f"terminal {td.name} is declared (%declare) but has no pattern; grammask needs one")
         terminals.append(
             Terminal(
                 name=str(td.name),
@@ -58,7 +76,41 @@ def grammar_from_lark(text: str, *, start: str = "start", name: str = "lark", co
     rules = tuple(
         Rule(str(r.origin.name), tuple(str(s.name) for s in r.expansion), r.options.priority or 0) for r in lark_rules
     )
-    return Grammar(tuple(terminals), rules, start, frozenset(str(i) for i in ignore), name=name, conflicts=conflicts)
+    produced = set() if indentation is None else {indentation.indent, indentation.dedent}
+    unproduced = [d for d in declared if d not in produced]
+    if unproduced:
+        raise GrammarError(
+            f"terminal(s) {', '.join(unproduced)} are declared (%declare) with no pattern and no postlex produces "
+            f"them; pass postlex= (a lark.indenter.Indenter) or give them a pattern"
+        )
+    return Grammar(tuple(terminals), rules, start, frozenset(str(i) for i in ignore), name=name, conflicts=conflicts,
+                   declared=tuple(declared), indentation=indentation)
+
+
+def _used(terminal: str, lark_rules) -> bool:
+    return any(s.name == terminal for r in lark_rules for s in r.expansion)
+
+
+def _indentation_of(postlex: object) -> Indentation:
+    """The indentation rules of a Lark ``Indenter`` instance, read from its attributes."""
+    from lark.indenter import Indenter
+
+    if not isinstance(postlex, Indenter):
+        raise ConfigurationError(
+            f"postlex must be an instance of lark.indenter.Indenter (e.g. PythonIndenter()), not "
+            f"{type(postlex).__name__}: grammask runs the indenter's rules itself and knows no other postlex"
+        )
+    try:
+        return Indentation(
+            newline=str(postlex.NL_type),
+            indent=str(postlex.INDENT_type),
+            dedent=str(postlex.DEDENT_type),
+            open_brackets=tuple(str(t) for t in postlex.OPEN_PAREN_types),
+            close_brackets=tuple(str(t) for t in postlex.CLOSE_PAREN_types),
+            tab_len=int(postlex.tab_len),
+        )
+    except (AttributeError, NotImplementedError, TypeError, ValueError) as e:
+        raise ConfigurationError(f"postlex {type(postlex).__name__} does not define the Indenter attributes: {e}") from None
 
 
 @contextmanager

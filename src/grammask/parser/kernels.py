@@ -22,8 +22,11 @@ _SCRATCH = 128
 def feed_terminal(action, goto, rule_len, rule_lhs, stack, real, scratch, n_scratch, terminal):
     """Feed one terminal to the overlay (``real`` given states in use + ``n_scratch`` pushed ones).
 
-    Returns (status, real, n_scratch): ALWAYS shifted, NEVER syntax error, UNKNOWN popped every given state.
+    Returns (status, real, n_scratch): ALWAYS shifted, NEVER syntax error, UNKNOWN popped every given state
+    (or a context terminal: an id past the table's columns, see :mod:`grammask.indentation`).
     """
+    if terminal >= action.shape[1]:
+        return UNKNOWN, real, n_scratch
     while True:
         top = scratch[n_scratch - 1] if n_scratch > 0 else stack[real - 1]
         code = action[top, terminal]
@@ -72,7 +75,8 @@ def check_classes(action, goto, rule_len, rule_lhs, stack, classes, lcp, seq_ptr
     probe = np.empty(_SCRATCH, dtype=np.int32)
     scratch = np.empty(_SCRATCH, dtype=np.int32)
     # Follow terminals already tried after the current sequence (classes of one sequence are adjacent).
-    tried = np.zeros(action.shape[1], dtype=np.int64)
+    n_columns = action.shape[1]
+    tried = np.zeros(n_columns, dtype=np.int64)
     tried_status = np.empty(action.shape[1], dtype=np.int8)
     config = 0
     snap_real[0] = depth
@@ -115,6 +119,9 @@ def check_classes(action, goto, rule_len, rule_lhs, stack, classes, lcp, seq_ptr
                 status = NEVER
                 for j in range(follow_ptr[f], follow_ptr[f + 1]):
                     x = follow_terms[j]
+                    if x >= n_columns:
+                        status = UNKNOWN
+                        continue
                     if tried[x] != config:
                         probe[:n_scratch] = scratch[:n_scratch]
                         tried_status[x], _, _ = feed_terminal(action, goto, rule_len, rule_lhs, stack, real, probe,
@@ -132,8 +139,11 @@ def check_classes(action, goto, rule_len, rule_lhs, stack, classes, lcp, seq_ptr
 
 @nb.njit(cache=True, inline="always")
 def _feed_tracking(action, goto, rule_len, rule_lhs, stack, real, scratch, n_scratch, terminal):
-    """Like :func:`_feed`, and on UNKNOWN also returns the rule being reduced and how many of its
-    right-hand-side symbols lie at or below the given states (the part to walk back over)."""
+    """Like :func:`feed_terminal`, and on UNKNOWN also returns the rule being reduced and how many of its
+    right-hand-side symbols lie at or below the given states (the part to walk back over; rule -1 for a
+    context terminal)."""
+    if terminal >= action.shape[1]:
+        return UNKNOWN, real, n_scratch, -1, 0
     while True:
         top = scratch[n_scratch - 1] if n_scratch > 0 else stack[real - 1]
         code = action[top, terminal]

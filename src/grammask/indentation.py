@@ -1,0 +1,244 @@
+"""Indentation (Lark's ``Indenter`` postlex) run by the engine: newline widths, the level stack, brackets.
+
+The lexer emits the grammar's newline terminal like any other; what the parser then sees depends on
+context the LR stack does not hold (the stack of indentation levels, the bracket depth, and, for a
+newline lexeme that began in an earlier token, the width its last line had reached). So in emitted
+terminal sequences a newline is a *context terminal*: an id at or above ``base`` (one past the
+parser's columns, so every table lookup of it fails and the compiled checks leave its class to the
+matcher):
+
+- ``base`` itself: a newline lexeme still pending, of any width (in follow sets);
+- ``base + 1 + 2 * w``: a newline whose last line is ``w`` wide;
+- ``base + 2 + 2 * w``: a newline whose last line is ``w`` wider than the width it had when the
+  token began (the newline lexeme started before the token and the token adds no line break).
+
+The vocabulary walk (:mod:`grammask.spanner`) writes these ids; :class:`IndentRuntime` reads them.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+
+import numpy as np
+
+from grammask.automata.lexer import LexerAutomaton
+from grammask.errors import GrammarError
+from grammask.grammar.ir import Indentation
+from grammask.parser.stack import LRRunner, Stack
+
+# (indentation levels, bracket depth, width of the pending lexeme's current line)
+Context = tuple[tuple[int, ...], int, int]
+START: Context = ((0,), 0, 0)
+
+
+def byte_widths(tab_len: int) -> np.ndarray:
+    """Per byte, what it adds to the current line's indentation: -1 (a line break: back to 0), 1, ``tab_len`` or 0.
+
+    Lark counts the spaces and tabs of the text after the newline lexeme's last line break.
+    """
+    widths = np.zeros(256, dtype=np.int32)
+    widths[ord("\n")] = -1
+    widths[ord(" ")] = 1
+    widths[ord("\t")] = tab_len
+    return widths
+
+
+@dataclass(frozen=True)
+class IndentSpec:
+    """The indentation rules of one compiled grammar, as lexer and parser terminal indices."""
+
+    newline_lexer: int
+    newline: int
+    indent: int
+    dedent: int
+    opens: frozenset[int]
+    closes: frozenset[int]
+    tab_len: int
+    base: int
+
+    @classmethod
+    def build(cls, rules: Indentation, lexer: LexerAutomaton, parser_terminals: tuple[str, ...]) -> IndentSpec:
+        """Raises :class:`~grammask.errors.GrammarError` if a pending newline could not always reach any width."""
+        index = {n: i for i, n in enumerate(parser_terminals)}
+        spec = cls(
+            newline_lexer=lexer.terminals.index(rules.newline),
+            newline=index[rules.newline],
+            indent=index[rules.indent],
+            dedent=index[rules.dedent],
+            opens=frozenset(index[n] for n in rules.open_brackets if n in index),
+            closes=frozenset(index[n] for n in rules.close_brackets if n in index),
+            tab_len=rules.tab_len,
+            base=len(parser_terminals) + 1,
+        )
+        spec._check_any_width(lexer, rules.newline)
+        return spec
+
+    def _check_any_width(self, lexer: LexerAutomaton, name: str) -> None:
+        """Masks treat a pending newline as able to end at any width; check the lexer allows that.
+
+        From every state that can still become the newline, a line break must be reachable after which
+        the lexeme is a complete newline that may go on with spaces: then any width is.
+        """
+        trans, produce, accept = lexer.trans, lexer.produce, lexer.accept
+        nl = self.newline_lexer
+        fresh_line = (trans[:, 10] >= 0) & (accept[np.maximum(trans[:, 10], 0)] == nl)
+        after = np.maximum(trans[:, 10], 0)
+        fresh_line &= (trans[after, 32] >= 0) & (accept[np.maximum(trans[after, 32], 0)] == nl)
+        reach = fresh_line.copy()
+        changed = True
+        while changed:
+            succ = np.where(trans >= 0, reach[np.maximum(trans, 0)], False).any(axis=1)
+            grown = reach | (succ & produce[:, nl])
+            changed = bool((grown != reach).any())
+            reach = grown
+        stuck = np.flatnonzero(produce[:, nl] & ~reach)
+        stuck = stuck[stuck != 0]
+        if len(stuck):
+            raise GrammarError(
+                f"the indenter's newline terminal {name}: a pending newline must always be able to reach a line "
+                f"break followed by spaces (e.g. /(\\r?\\n[\\t ]*)+/); grammask's exact masks rely on that"
+            )
+
+    def to_json(self) -> dict:
+        """The spec as JSON-able data (see :meth:`from_json`)."""
+        data = dataclasses.asdict(self)
+        data["opens"], data["closes"] = sorted(self.opens), sorted(self.closes)
+        return data
+
+    @classmethod
+    def from_json(cls, data: dict) -> IndentSpec:
+        """The spec :meth:`to_json` wrote; KeyError or TypeError if a field is missing."""
+        return cls(**{**data, "opens": frozenset(data["opens"]), "closes": frozenset(data["closes"])})
+
+    def lexer_terminal_map(self, parser_term: np.ndarray) -> np.ndarray:
+        """``parser_term`` with the newline's lexer terminal mapped to the pending-newline context id."""
+        mapped = parser_term.copy()
+        mapped[self.newline_lexer] = self.base
+        return mapped
+
+    def max_id(self, max_width: int) -> int:
+        """The largest context id a token whose whitespace adds at most ``max_width`` can produce."""
+        return self.base + 2 + 2 * max_width
+
+
+class IndentRuntime:
+    """Feeds terminals and context terminals to persistent LR stacks, with indentation context."""
+
+    def __init__(self, spec: IndentSpec, runner: LRRunner, lexer: LexerAutomaton, parser_term: np.ndarray):
+        self.spec = spec
+        self.runner = runner
+        self._trans = lexer.trans.tolist()
+        self._accept = lexer.accept.tolist()
+        self._parser_term = parser_term.tolist()
+        self._widths = byte_widths(spec.tab_len).tolist()
+        self._real = [t for t in range(spec.base - 1) if t not in (spec.newline, spec.indent, spec.dedent)]
+
+    def lex(self, lexstate: int, width: int, data: bytes) -> tuple[list[int], int, int] | None:
+        """Lex ``data`` from (``lexstate``, current line ``width``): the parser items it completes (newlines as
+        absolute context ids), the lexer state and the width left; None if the bytes are rejected."""
+        trans, accept, parser_term, widths = self._trans, self._accept, self._parser_term, self._widths
+        spec = self.spec
+        items: list[int] = []
+        for b in data:
+            nxt = trans[lexstate][b]
+            if nxt < 0:
+                term = accept[lexstate]
+                nxt = trans[0][b]
+                if term < 0 or nxt < 0:
+                    return None
+                if term == spec.newline_lexer:
+                    items.append(spec.base + 1 + 2 * width)
+                elif parser_term[term] >= 0:
+                    items.append(parser_term[term])
+                width = 0
+            step = widths[b]
+            width = 0 if step < 0 else width + step
+            lexstate = nxt
+        return items, lexstate, width
+
+    def finish(self, lexstate: int, width: int) -> list[int] | None:
+        """The items the pending lexeme completes at the end of input, None if it cannot end there."""
+        if lexstate == 0:
+            return []
+        term = self._accept[lexstate]
+        if term < 0:
+            return None
+        if term == self.spec.newline_lexer:
+            return [self.spec.base + 1 + 2 * width]
+        pt = self._parser_term[term]
+        return [pt] if pt >= 0 else []
+
+    def feed(self, stack: Stack, levels: tuple[int, ...], depth: int, item: int, carry: int = 0):
+        """Feed one item: ``(stack, levels, depth)`` after it, or None if the parser or the indenter rejects it.
+
+        ``carry`` is the width the newline's line had before the token (for relative context ids).
+        """
+        spec = self.spec
+        runner = self.runner
+        if item < spec.base:
+            if item in spec.opens:
+                depth += 1
+            elif item in spec.closes:
+                if depth == 0:
+                    return None
+                depth -= 1
+            stack = runner.feed(stack, item)
+            return None if stack is None else (stack, levels, depth)
+        if depth > 0:
+            return stack, levels, depth
+        offset = item - spec.base - 1
+        width = offset // 2 + (carry if offset % 2 else 0)
+        stack = runner.feed(stack, spec.newline)
+        if stack is None:
+            return None
+        if width > levels[-1]:
+            stack = runner.feed(stack, spec.indent)
+            return None if stack is None else (stack, (*levels, width), depth)
+        while width < levels[-1]:
+            levels = levels[:-1]
+            stack = runner.feed(stack, spec.dedent)
+            if stack is None:
+                return None
+        return None if width != levels[-1] else (stack, levels, depth)
+
+    def feed_all(self, stack: Stack, levels: tuple[int, ...], depth: int, items, carry: int = 0):
+        """Feed items in order (``carry`` applies to the first line only); None as soon as one is rejected."""
+        for item in items:
+            fed = self.feed(stack, levels, depth, item, carry)
+            if fed is None:
+                return None
+            stack, levels, depth = fed
+        return stack, levels, depth
+
+    def pending_ok(self, stack: Stack, levels: tuple[int, ...], depth: int) -> bool:
+        """Whether a pending newline lexeme can still end at some width after which the text may go on.
+
+        Its line can reach any width (:meth:`IndentSpec.build` checks the lexer), so the options are a
+        deeper line, the end of input, or a line at one of the open levels taking a real terminal.
+        """
+        if depth > 0:
+            return True
+        runner, spec = self.runner, self.spec
+        stack = runner.feed(stack, spec.newline)
+        if stack is None:
+            return False
+        if runner.feed(stack, spec.indent) is not None or self.accepts_end(stack, levels):
+            return True
+        for k in range(len(levels)):
+            if any(runner.feed(stack, t) is not None for t in self._real):
+                return True
+            if k < len(levels) - 1:
+                stack = runner.feed(stack, spec.dedent)
+                if stack is None:
+                    return False
+        return False
+
+    def accepts_end(self, stack: Stack, levels: tuple[int, ...]) -> bool:
+        """Whether the input may end here: one dedent per open level, then the end."""
+        runner = self.runner
+        for _ in range(len(levels) - 1):
+            stack = runner.feed(stack, self.spec.dedent)
+            if stack is None:
+                return False
+        return runner.accepts_end(stack)

@@ -1,0 +1,184 @@
+"""Grammars with Lark's ``Indenter`` postlex: Lark's own python.lark, exact masks against an oracle running
+Lark's indenter, real standard-library code token by token, and clear errors for bad indenters."""
+
+from __future__ import annotations
+
+import random
+from pathlib import Path
+
+import lark
+import numpy as np
+import pytest
+from conftest import get_vocab
+from indent_oracle import IndentOracle
+from lark.indenter import Indenter, PythonIndenter
+
+from grammask import Compiler, Grammar
+from grammask.automata.lexer import build_lexer
+from grammask.errors import (
+    BudgetUnsupportedError,
+    ConfigurationError,
+    GrammarError,
+    UndefinedSymbolError,
+)
+
+LARK_PYTHON = (Path(lark.__file__).parent / "grammars" / "python.lark").read_text()
+STDLIB = Path(random.__file__).parent
+
+SNIPPET = """\
+import os
+
+
+def f(x, *args, **kw):
+    '''Doc.'''
+    if x:  # a comment
+        return [i for i in (1,
+                2, 3)]
+    elif x is None:
+        pass
+    else:
+\t    y = {
+    'a': 1}
+
+    # a comment line
+    return y
+
+
+class A(object):
+    def g(self):
+        while True:
+            break
+        return lambda: 0
+"""
+
+
+@pytest.fixture(scope="module")
+def python_grammar():
+    return Grammar.from_lark(LARK_PYTHON, start="file_input", postlex=PythonIndenter())
+
+
+@pytest.fixture(scope="module")
+def compiled(python_grammar):
+    return Compiler(get_vocab("smollm2"), cache=False).compile(python_grammar)
+
+
+def _allowed(matcher) -> np.ndarray:
+    n = matcher.compiled.vocab.n_logits
+    row = np.zeros((n + 31) // 32, dtype=np.int32)
+    matcher.fill_mask(row)
+    return np.unpackbits(row.view(np.uint8), bitorder="little")[:n].astype(bool)
+
+
+def _lark_accepts(text: str) -> bool:
+    parser = lark.Lark(LARK_PYTHON, parser="lalr", lexer="basic", postlex=PythonIndenter(), start="file_input")
+    try:
+        parser.parse(text)
+    except (lark.exceptions.LarkError, AssertionError, IndexError):
+        return False
+    return True
+
+
+def _accepts_text(compiled, text: str) -> bool:
+    m = compiled.matcher()
+    for t in compiled.vocab.encode(text):
+        if not m.accept_token(t):
+            return False
+    return m.is_accepting()
+
+
+def test_from_lark_reads_the_indenter(python_grammar):
+    rules = python_grammar.indentation
+    assert (rules.newline, rules.indent, rules.dedent, rules.tab_len) == ("_NEWLINE", "_INDENT", "_DEDENT", 8)
+    assert rules.open_brackets == ("LPAR", "LSQB", "LBRACE")
+    assert python_grammar.declared == ("_INDENT", "_DEDENT")
+
+
+def test_snippet_token_by_token(compiled):
+    assert _lark_accepts(SNIPPET)
+    m = compiled.matcher()
+    for t in compiled.vocab.encode(SNIPPET):
+        assert _allowed(m)[t], (t, compiled.vocab.tokens[t])
+        m.advance(t)
+    assert m.is_accepting()
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "if x:\n    y\n  z\n",  # dedent to a level not on the stack
+        "if x:\ny\n",  # missing indent
+        "x\n    y\n",  # unexpected indent
+        "f(x,\ny)\n",  # fine: newline inside brackets
+        "if x:\n\ty\n        z\n",  # tab = 8 columns: the same level
+        "if x:\n    y\n\n\n",
+        "x = 1  # c\n",
+        "def f():\n    return (1,\n  2)\n",
+        "if x:\n    pass\n  # comment at another column\n",
+    ],
+)
+def test_verdicts_agree_with_lark(compiled, text):
+    assert _accepts_text(compiled, text) == _lark_accepts(text)
+
+
+def test_masks_match_the_oracle(python_grammar, compiled):
+    vocab = compiled.vocab
+    oracle = IndentOracle(python_grammar, build_lexer(python_grammar), vocab, PythonIndenter())
+    ids = vocab.encode(SNIPPET)
+    rng = random.Random(7)
+    cuts = sorted(rng.sample(range(len(ids)), 12))
+    m = compiled.matcher()
+    done = 0
+    for cut in cuts:
+        while done < cut:
+            m.advance(ids[done])
+            done += 1
+        prefix = vocab.decode_bytes(ids[:done]) if hasattr(vocab, "decode_bytes") else b"".join(vocab.tokens[i] for i in ids[:done])
+        want = oracle.mask(prefix)
+        got = _allowed(m)
+        diff = np.flatnonzero(want != got)
+        assert not len(diff), [(int(t), vocab.tokens[t] if t < len(vocab.tokens) else None, bool(want[t])) for t in diff[:10]]
+
+
+def test_prefix_ending_inside_indentation(compiled):
+    m = compiled.matcher(prefix="def f():\n  ")
+    for t in compiled.vocab.encode("  return 1\n"):
+        m.advance(t)
+    assert m.is_accepting()
+    m = compiled.matcher(prefix="def f():\n    x = 1\n  ")
+    assert not any(m.accept_token(t) for t in compiled.vocab.encode("y"))
+
+
+def test_budgets_are_refused(compiled):
+    with pytest.raises(BudgetUnsupportedError, match="indentation"):
+        compiled.matcher(max_tokens=50)
+
+
+def test_bad_indenters():
+    class Wrong(Indenter):
+        NL_type = "_NL"
+        OPEN_PAREN_types = ()
+        CLOSE_PAREN_types = ()
+        INDENT_type = "_INDENT"
+        DEDENT_type = "_DEDENT"
+        tab_len = 8
+
+    with pytest.raises(UndefinedSymbolError, match="_NL"):
+        Grammar.from_lark(LARK_PYTHON, start="file_input", postlex=Wrong())
+    with pytest.raises(ConfigurationError, match="Indenter"):
+        Grammar.from_lark(LARK_PYTHON, start="file_input", postlex=object())
+    with pytest.raises(GrammarError, match="declare"):
+        Grammar.from_lark(LARK_PYTHON, start="file_input")
+
+
+@pytest.mark.slow
+def test_stdlib_modules_token_by_token(compiled):
+    """Every small stdlib module Lark itself parses is accepted token by token, EOS at the end."""
+    files = sorted(p for p in STDLIB.glob("*.py") if p.stat().st_size < 8_000)
+    checked = 0
+    for path in files:
+        text = path.read_text(encoding="utf-8", errors="replace")
+        if not _lark_accepts(text):
+            continue
+        assert _accepts_text(compiled, text), path.name
+        checked += 1
+    assert checked >= 20
