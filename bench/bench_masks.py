@@ -62,17 +62,26 @@ TOKENIZERS = ("llama3", "llama2")
 
 
 def build_engine(
-    engine: str, case: Case, tok: BenchTokenizer, compile_timeout_s: float = DEFAULT_COMPILE_TIMEOUT_S
+    engine: str,
+    case: Case,
+    tok: BenchTokenizer,
+    compile_timeout_s: float = DEFAULT_COMPILE_TIMEOUT_S,
+    **grammask_options,
 ) -> Build:
-    """Compile ``case`` for ``tok`` with ``engine``; :class:`NotApplicable` when it cannot take the case."""
+    """Compile ``case`` for ``tok`` with ``engine``; :class:`NotApplicable` when it cannot take the case.
+
+    ``grammask_options`` go to :func:`~harness.build_grammask` (``trace``, ``cold_on_disk``).
+    """
     if engine == "grammask":
-        return build_grammask(case.lark_text, case.name, tok.vocab, tok.path, compile_timeout_s)
+        return build_grammask(
+            case.lark_text, case.name, tok.vocab, tok.path, compile_timeout_s, postlex=case.postlex, **grammask_options
+        )
     if engine == "llguidance":
         return build_llguidance(case.lark_text, tok.peer)
     if engine == "xgrammar":
         if case.xgrammar is None:
             raise NotApplicable(case.xgrammar_na)
-        return build_xgrammar(case.xgrammar, case.schema, tok.peer)
+        return build_xgrammar(case.xgrammar, case.schema, tok.peer, case.lark_text)
     raise BenchError(f"unknown engine {engine!r}; choose from {', '.join(ENGINES)}")
 
 

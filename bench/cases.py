@@ -1,18 +1,20 @@
-"""What the benchmarks run on: the mask benchmark's cases (a grammar and a document), the
-tokenizers and where they come from, the regexes and JSON-Mode-Eval schemas of the regex and schema
-benchmarks, and the ground truth of a document (which prefixes are whole sentences)."""
+"""What the benchmarks run on: the mask benchmark's cases (a grammar and a document), the seeds'
+benchmark's grammars (SynCode's Go, Java and Python) and programs, the tokenizers and where they come
+from, the regexes and JSON-Mode-Eval schemas of the regex and schema benchmarks, and the ground truth
+of a document (which prefixes are whole sentences)."""
 
 from __future__ import annotations
 
 import json
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from functools import cached_property
+from functools import cache, cached_property
 from pathlib import Path
 
 import lark
 import tokenizers
-from harness import BenchError, prefix_verdicts
+from harness import BenchError, lark_grammar, make_postlex, prefix_verdicts
+from lark.indenter import Indenter
 from peers import PeerTokenizer
 
 import grammask as gm
@@ -27,6 +29,9 @@ COMMITTED_TOKENIZERS = ROOT / "tests" / "data" / "tokenizers"
 REGEXES_FILE = ROOT / "tests" / "data" / "regexes.json"
 """The 100 regexes of the regex front end's bar (``tests/test_regex_frontend.py`` reads them too)."""
 JME_SUBDIR = Path("shared") / "data" / "json-mode-eval"
+SYNCODE_SUBDIR = Path("shared") / "data" / "syncode-grammars"
+SEEDS_DIR = DATA_DIR / "seeds"
+"""The seeds' benchmark programs: ``seeds/<grammar>/*`` (see ``seeds/SOURCE.md``)."""
 
 CASES = ("json", "nested", "c")
 
@@ -45,7 +50,10 @@ class Case:
 
     ``lark_text`` is the grammar for grammask and llguidance (for a built-in grammar, its source:
     ``Grammar.from_lark(source, name=name)`` is what ``Grammar.builtin(name)`` builds);
-    ``xgrammar`` is ``"builtin_json"``, ``"schema"`` or ``None`` with the reason in ``xgrammar_na``.
+    ``xgrammar`` is ``"builtin_json"``, ``"schema"``, ``"lark"`` (its own Lark import of
+    ``lark_text``) or ``None`` with the reason in ``xgrammar_na``. ``postlex`` names a Lark postlexer
+    class as ``"module:Class"`` (an ``Indenter``), or is None: a name, not an instance, so that a
+    compile worker process can make its own.
     """
 
     name: str
@@ -54,10 +62,11 @@ class Case:
     schema: dict | None = None
     xgrammar: str | None = None
     xgrammar_na: str = ""
+    postlex: str | None = None
 
     def grammar(self) -> gm.Grammar:
         """The grammar as grammask compiles it."""
-        return gm.Grammar.from_lark(self.lark_text, name=self.name)
+        return lark_grammar(self.lark_text, self.name, self.postlex)
 
 
 def _read(path: Path) -> str:
@@ -82,6 +91,64 @@ def load_case(name: str) -> Case:
     if name == "c":
         return Case("c", builtin_source("c"), _read(DATA_DIR / "sample.c"), xgrammar_na=XGRAMMAR_C_NA)
     raise BenchError(f"unknown case {name!r}; choose from {', '.join(CASES)}")
+
+
+# ---- the seeds' benchmark: SynCode's grammars and programs they accept --------------------------
+
+
+SEED_GRAMMARS = ("go", "java", "python")
+SEED_SUFFIX = {"go": ".go", "java": ".java", "python": ".py"}
+
+
+class SynCodePythonIndenter(Indenter):
+    """The postlexer SynCode's Python grammar is written for: Lark's ``PythonIndenter`` with that
+    grammar's newline terminal, ``_NL`` (the stock one expects ``_NEWLINE``; with it no ``_INDENT``
+    is ever made and Lark rejects every nested block)."""
+
+    NL_type = "_NL"
+    OPEN_PAREN_types = ["LPAR", "LSQB", "LBRACE"]
+    CLOSE_PAREN_types = ["RPAR", "RSQB", "RBRACE"]
+    INDENT_type = "_INDENT"
+    DEDENT_type = "_DEDENT"
+    tab_len = 4
+
+
+SEED_POSTLEX = {"python": "cases:SynCodePythonIndenter"}
+
+
+@dataclass(frozen=True)
+class SeedGrammar:
+    """One of SynCode's grammars, its postlexer (a ``"module:Class"`` name or None) and its programs
+    (name, text), in file name order."""
+
+    name: str
+    lark_text: str
+    postlex: str | None
+    programs: tuple[tuple[str, str], ...]
+
+    def case(self, document: str = "") -> Case:
+        """A :class:`Case` of this grammar (for the engines' builds), xgrammar through its Lark import."""
+        return Case(self.name, self.lark_text, document, xgrammar="lark", postlex=self.postlex)
+
+
+def shared_dir(sub: Path) -> Path:
+    """``sub`` (a path under ``shared/``) in the repository or a folder above it."""
+    for folder in (ROOT, *ROOT.parents):
+        if (folder / sub).is_dir():
+            return folder / sub
+    raise BenchError(f"no {sub} in {ROOT} or a folder above it")
+
+
+def load_seed_grammar(name: str, limit: int | None = None) -> SeedGrammar:
+    """SynCode's grammar ``name`` (``go``, ``java`` or ``python``) with its first ``limit`` programs."""
+    if name not in SEED_GRAMMARS:
+        raise BenchError(f"unknown seed grammar {name!r}; choose from {', '.join(SEED_GRAMMARS)}")
+    text = _read(shared_dir(SYNCODE_SUBDIR) / f"{name}.lark")
+    paths = sorted((SEEDS_DIR / name).glob(f"*{SEED_SUFFIX[name]}"))
+    if not paths:
+        raise BenchError(f"no programs in {SEEDS_DIR / name}")
+    programs = tuple((p.name, _read(p)) for p in paths[:limit])
+    return SeedGrammar(name, text, SEED_POSTLEX.get(name), programs)
 
 
 # ---- tokenizers -------------------------------------------------------------------------------
@@ -136,10 +203,7 @@ def regexes() -> list[str]:
 
 def jme_dir() -> Path:
     """JSON-Mode-Eval's directory: ``shared/data/json-mode-eval`` in the repository or a folder above it."""
-    for folder in (ROOT, *ROOT.parents):
-        if (folder / JME_SUBDIR).is_dir():
-            return folder / JME_SUBDIR
-    raise BenchError(f"no {JME_SUBDIR} in {ROOT} or a folder above it")
+    return shared_dir(JME_SUBDIR)
 
 
 def jme_documents(limit: int) -> Iterator[tuple[str, dict, str]]:
@@ -171,10 +235,10 @@ def token_bytes(tok: BenchTokenizer, tokens: list[int]) -> list[bytes]:
 def sentence_prefixes(case: Case, pieces: list[bytes]) -> list[bool]:
     """For every cut k in 0..len(pieces): is the concatenation of pieces[:k] a whole sentence?
 
-    Lark's LALR parser with its basic lexer is the judge; a cut inside a UTF-8 character is not
-    a sentence. The whole document must be one.
+    Lark's LALR parser with its basic lexer (and the case's postlexer) is the judge; a cut inside a
+    UTF-8 character is not a sentence. The whole document must be one.
     """
-    parser = lark.Lark(case.lark_text, parser="lalr", lexer="basic")
+    parser = lark_parser(case.lark_text, case.postlex)
 
     def parses(text: str) -> bool:
         try:
@@ -187,3 +251,9 @@ def sentence_prefixes(case: Case, pieces: list[bytes]) -> list[bool]:
     if not out[-1]:
         raise BenchError(f"the {case.name} document is not a sentence of its grammar (Lark rejects it)")
     return out
+
+
+@cache
+def lark_parser(lark_text: str, postlex: str | None = None) -> lark.Lark:
+    """Lark's LALR parser with the basic lexer for ``lark_text``, with the postlexer named ``postlex``."""
+    return lark.Lark(lark_text, parser="lalr", lexer="basic", postlex=make_postlex(postlex))

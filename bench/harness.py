@@ -7,6 +7,8 @@ once and prints the timing as one JSON line (see :func:`compile_in_subprocess`).
 
 from __future__ import annotations
 
+import importlib
+import inspect
 import json
 import shutil
 import subprocess
@@ -67,6 +69,49 @@ class Build:
 # ---- grammask ---------------------------------------------------------------------------------
 
 
+def make_postlex(spec: str | None):
+    """A fresh instance of the postlexer class named ``"module:Class"`` (None for None)."""
+    if spec is None:
+        return None
+    module, _, qualname = spec.partition(":")
+    obj = importlib.import_module(module)
+    for part in qualname.split("."):
+        obj = getattr(obj, part)
+    return obj()
+
+
+def from_lark_takes_postlex() -> bool:
+    """Whether this grammask's ``Grammar.from_lark`` has a ``postlex`` argument."""
+    try:
+        return "postlex" in inspect.signature(gm.Grammar.from_lark).parameters
+    except (TypeError, ValueError):
+        return False
+
+
+class NoPostlexSupport(Exception):
+    """``Grammar.from_lark`` takes no ``postlex=`` (yet); the message carries its error without one."""
+
+
+def lark_grammar(lark_text: str, name: str, postlex: str | None = None) -> gm.Grammar:
+    """``Grammar.from_lark(lark_text, name=name, postlex=<instance>)``, or without ``postlex`` when None.
+
+    Where grammask's ``from_lark`` has no ``postlex`` argument yet, the grammar is loaded without it
+    and whatever that raises (``%declare``d terminals with no pattern) is raised again as
+    :class:`NoPostlexSupport`, saying so.
+    """
+    if postlex is None:
+        return gm.Grammar.from_lark(lark_text, name=name)
+    if from_lark_takes_postlex():
+        return gm.Grammar.from_lark(lark_text, name=name, postlex=make_postlex(postlex))
+    try:
+        gm.Grammar.from_lark(lark_text, name=name)
+    except gm.GrammaskError as e:
+        raise NoPostlexSupport(
+            f"Grammar.from_lark has no postlex= argument here; without {postlex}: {type(e).__name__}: {e}"
+        ) from None
+    raise NoPostlexSupport(f"Grammar.from_lark has no postlex= argument here (the grammar loads without {postlex})")
+
+
 def grammask_stepper(compiled: gm.CompiledGrammar, n_logits: int) -> Stepper:
     """A fresh grammask matcher on ``compiled`` as a :class:`Stepper`."""
     matcher = compiled.matcher()
@@ -83,28 +128,42 @@ def compile_here(grammar_of: Callable[[], gm.Grammar], vocab: gm.Vocabulary) -> 
 
 
 def compile_once(request: dict) -> dict:
-    """The compile worker's body: compile once, timing the call, with the tracemalloc peak if asked."""
-    grammar = gm.Grammar.from_lark(request["lark_text"], name=request["name"])
+    """The compile worker's body: compile once, timing the call, with the tracemalloc peak if asked.
+
+    ``cache`` is a cache directory, or None for a fresh ``Compiler(vocab, cache=False)`` (no disk).
+    """
+    grammar = lark_grammar(request["lark_text"], request["name"], request.get("postlex"))
     vocab = gm.Vocabulary.from_tokenizer_json(request["tokenizer_json"])
+    cache = False if request["cache"] is None else request["cache"]
     if request["trace"]:
         tracemalloc.start()
     t0 = time.perf_counter()
-    compiled = gm.compile(grammar, vocab, cache=request["cache"])
+    compiled = gm.Compiler(vocab, cache=cache).compile(grammar)
     seconds = time.perf_counter() - t0
     peak = tracemalloc.get_traced_memory()[1] if request["trace"] else None
     return {"seconds": seconds, "table_bytes": compiled.nbytes, "tracemalloc_peak_bytes": peak}
 
 
 def compile_in_subprocess(
-    lark_text: str, name: str, tokenizer_json: str, cache: Path, trace: bool, timeout_s: float
+    lark_text: str,
+    name: str,
+    tokenizer_json: str,
+    cache: Path | None,
+    trace: bool,
+    timeout_s: float,
+    postlex: str | None = None,
 ) -> dict:
-    """Run :func:`compile_once` in a fresh one-thread process; its result, or :class:`BenchError`."""
+    """Run :func:`compile_once` in a fresh one-thread process; its result, or :class:`BenchError`.
+
+    ``cache``: the cache directory, or None for no disk cache.
+    """
     request = {
         "name": name,
         "lark_text": lark_text,
         "tokenizer_json": tokenizer_json,
-        "cache": str(cache),
+        "cache": None if cache is None else str(cache),
         "trace": trace,
+        "postlex": postlex,
     }
     try:
         done = subprocess.run(
@@ -130,18 +189,32 @@ def build_grammask(
     vocab: gm.Vocabulary,
     tokenizer_json: str,
     timeout_s: float = DEFAULT_COMPILE_TIMEOUT_S,
+    *,
+    postlex: str | None = None,
+    trace: bool = True,
+    cold_on_disk: bool = True,
 ) -> Build:
-    """Compile in fresh processes: cold (empty cache dir), cached (same dir), and cold under tracemalloc.
+    """Compile in fresh processes: cold, cached (reading the cache a cold compile wrote), and cold
+    under tracemalloc (skipped, peak None, when ``trace`` is False).
 
-    The matcher for the replay comes from the cache the cold compile wrote.
+    ``cold_on_disk``: the cold compile writes the cache (into an empty directory; the matcher for the
+    replay then comes from that cache). False: the cold compile is a fresh ``Compiler(vocab,
+    cache=False)``, no disk at all, and this process compiles once more to write the cache, its
+    matcher serving the replay. ``postlex``: the grammar's postlexer as ``"module:Class"``.
     """
-    compile_at = partial(compile_in_subprocess, lark_text, name, tokenizer_json, timeout_s=timeout_s)
+    grammar = lark_grammar(lark_text, name, postlex)  # a grammar grammask cannot load fails here, fast
+    compile_at = partial(compile_in_subprocess, lark_text, name, tokenizer_json, timeout_s=timeout_s, postlex=postlex)
     root = Path(tempfile.mkdtemp(prefix="grammask-bench-"))
     try:
-        cold = compile_at(root / "cache", False)
-        cached = compile_at(root / "cache", False)
-        traced = compile_at(root / "traced", True)
-        compiled = gm.compile(gm.Grammar.from_lark(lark_text, name=name), vocab, cache=root / "cache")
+        if cold_on_disk:
+            cold = compile_at(root / "cache", False)
+            cached = compile_at(root / "cache", False)
+        else:
+            cold = compile_at(None, False)
+        compiled = gm.compile(grammar, vocab, cache=root / "cache")
+        if not cold_on_disk:
+            cached = compile_at(root / "cache", False)
+        traced = compile_at(root / "traced", True) if trace else {"tracemalloc_peak_bytes": None}
     finally:
         shutil.rmtree(root, ignore_errors=True)
     memory = {"table_bytes": cold["table_bytes"], "tracemalloc_peak_bytes": traced["tracemalloc_peak_bytes"]}
@@ -165,6 +238,8 @@ class Replay:
     advance_ns: np.ndarray
     eos_mismatches: list[int]
     failure: str | None = None
+    cut: bool = False
+    """Stopped at its deadline before the end; the times cover the steps made."""
 
     def problem(self) -> str | None:
         """The failure, else the EOS mismatches as one message, else None."""
@@ -179,13 +254,18 @@ def allowed(row: np.ndarray, token: int) -> bool:
 
 
 def replay(
-    stepper: Stepper, tokens: Sequence[int], eos_ids: Sequence[int], eos_expected: Sequence[bool | None]
+    stepper: Stepper,
+    tokens: Sequence[int],
+    eos_ids: Sequence[int],
+    eos_expected: Sequence[bool | None],
+    deadline: float | None = None,
 ) -> Replay:
     """Step through ``tokens`` then EOS, timing each mask fill and each advance separately.
 
     Every token must be allowed by the mask before it; EOS must be allowed at step ``i`` iff
     ``eos_expected[i]`` (None: not judged at that step). A failure stops the replay, and the times
-    then cover the steps made.
+    then cover the steps made. ``deadline`` (a ``time.perf_counter()`` value): no step starts after
+    it, and the replay comes back ``cut``.
     """
     fill, advance, row = stepper.fill, stepper.advance, stepper.row
     clock = time.perf_counter_ns
@@ -194,6 +274,8 @@ def replay(
     advance_ns = np.zeros(n, dtype=np.int64)
     mismatches: list[int] = []
     for i in range(n + 1):
+        if deadline is not None and time.perf_counter() > deadline:
+            return Replay(mask_ns[:i], advance_ns[:i], mismatches, cut=True)
         t0 = clock()
         fill()
         mask_ns[i] = clock() - t0

@@ -35,7 +35,8 @@ class PeerTokenizer:
 
 
 _PRIORITY = re.compile(r"^(\s*[?!]?[A-Za-z_][A-Za-z0-9_]*)\.-?\d+(\s*:)", re.MULTILINE)
-_IGNORE = re.compile(r"^\s*%ignore\s+(.+?)\s*$", re.MULTILINE)
+_IGNORE = re.compile(r"^\s*%ignore\s+(.+?)(?:\s+//.*)?\s*$", re.MULTILINE)
+_KEEP_TOKENS = re.compile(r"^(\s*)!(\??[A-Za-z_][A-Za-z0-9_]*\s*:)", re.MULTILINE)
 _START_HEAD = re.compile(r"^(\s*\??)start(\s*:)", re.MULTILINE)
 
 
@@ -160,11 +161,24 @@ def _single_thread_torch() -> None:
 JSON_WS = r"[ \t\n\r]*"
 
 
-def build_xgrammar(kind: str, schema: dict | None, tok: PeerTokenizer) -> Build:
-    """Compile with xgrammar: ``kind`` is ``"builtin_json"`` (its own JSON grammar) or ``"schema"``.
+def lark_for_xgrammar(text: str) -> str:
+    """Rewrite a grammar in Lark's dialect for xgrammar's Lark import, where that keeps its language:
+    priorities (``operand.3:``) and the keep-tokens mark (``!rule:``) are dropped, as xgrammar
+    rejects both (neither changes the language), and ``start`` gets optional runs of the ignored
+    terminals around it as for llguidance (:func:`lark_for_llguidance`): xgrammar too allows no
+    ignored text before the first terminal."""
+    return lark_for_llguidance(_KEEP_TOKENS.sub(r"\1\2", text))
+
+
+def build_xgrammar(kind: str, schema: dict | None, tok: PeerTokenizer, lark_text: str = "") -> Build:
+    """Compile with xgrammar: ``kind`` is ``"builtin_json"`` (its own JSON grammar), ``"schema"`` or
+    ``"lark"`` (``lark_text`` through xgrammar's own Lark import, after :func:`lark_for_xgrammar`).
 
     xgrammar's JSON grammars allow no whitespace before or after the value, where ours (``%ignore``)
-    do, so the grammar is wrapped in optional JSON whitespace on both sides. ``cached_s`` is a
+    do, so the grammar is wrapped in optional JSON whitespace on both sides. xgrammar has no lexer:
+    its Lark import splices ``%ignore`` between symbols at character level, so the language it
+    compiles from a Lark grammar can differ from Lark's (the replay's checks show where).
+    A grammar xgrammar rejects is :class:`NotApplicable` with its error. ``cached_s`` is a
     second compile on the same ``GrammarCompiler``, answered from its in-memory cache.
     """
     try:
@@ -177,15 +191,20 @@ def build_xgrammar(kind: str, schema: dict | None, tok: PeerTokenizer) -> Build:
         make_core = xgrammar.Grammar.builtin_json_grammar
     elif kind == "schema":
         make_core = functools.partial(xgrammar.Grammar.from_json_schema, schema, any_whitespace=True)
-    else:
+    elif kind != "lark":
         raise ValueError(f"unknown xgrammar input kind {kind!r}")
 
     def compile_once():
+        if kind == "lark":
+            return compiler.compile_grammar(xgrammar.Grammar.from_lark(lark_for_xgrammar(lark_text)))
         ws = xgrammar.Grammar.from_regex(JSON_WS)
         return compiler.compile_grammar(xgrammar.Grammar.concat(ws, make_core(), ws))
 
     t0 = time.perf_counter()
-    compiled = compile_once()
+    try:
+        compiled = compile_once()
+    except RuntimeError as e:  # xgrammar reports a grammar it cannot take as a RuntimeError
+        raise NotApplicable(f"xgrammar rejects the grammar: {' '.join(str(e).split())[:300]}") from None
     t1 = time.perf_counter()
     compile_once()
     t2 = time.perf_counter()
