@@ -76,3 +76,20 @@ def test_different_grammars_do_not_collide(tmp_path):
     a = compile(Grammar.from_lark('start: "a"+'), vocab, cache=tmp_path)
     b = compile(Grammar.from_lark('start: "b"+'), vocab, cache=tmp_path)
     assert len(_files(tmp_path)) == 2 and a is not b
+
+
+def test_fingerprint_does_not_depend_on_the_hash_seed():
+    """Lark keeps a terminal's flags in a set; the grammar (and its cache key) must not follow that set's order."""
+    import subprocess
+    import sys
+
+    code = (
+        "from grammask import Grammar; "
+        "print(Grammar.from_lark('start: A B\\nA: /a/is\\nB: /b/si\\n').fingerprint())"
+    )
+    prints = {
+        subprocess.run([sys.executable, "-c", code], env={"PYTHONHASHSEED": str(seed), "PATH": ""},
+                       capture_output=True, text=True, check=True).stdout
+        for seed in range(6)
+    }
+    assert len(prints) == 1

@@ -198,3 +198,4 @@ def test_stdlib_modules_token_by_token(compiled):
         assert _accepts_text(compiled, text), path.name
         checked += 1
     assert checked >= 20
+

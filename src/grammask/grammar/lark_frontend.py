@@ -68,7 +68,7 @@ def grammar_from_lark(
         terminals.append(
             Terminal(
                 name=str(td.name),
-                pattern=pattern.to_regexp(),
+                pattern=_regexp(pattern),
                 literal=pattern.value if isinstance(pattern, PatternStr) else None,
                 priority=td.priority,
             )
@@ -85,6 +85,15 @@ def grammar_from_lark(
         )
     return Grammar(tuple(terminals), rules, start, frozenset(str(i) for i in ignore), name=name, conflicts=conflicts,
                    declared=tuple(declared), indentation=indentation)
+
+
+def _regexp(pattern) -> str:
+    """Lark's ``pattern.to_regexp()`` with the flags nested in sorted order (lark nests them in set order, which
+    changes between processes and would change the grammar's fingerprint, i.e. its cache key)."""
+    value = re.escape(pattern.value) if isinstance(pattern, PatternStr) else pattern.value
+    for flag in sorted(pattern.flags):
+        value = f"(?{flag}:{value})"
+    return value
 
 
 def _used(terminal: str, lark_rules) -> bool:
