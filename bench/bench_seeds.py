@@ -41,7 +41,14 @@ from cases import (
     sentence_prefixes,
     token_bytes,
 )
-from harness import DEFAULT_COMPILE_TIMEOUT_S, BenchError, NotApplicable, median_stats, replay, step_stats
+from harness import (
+    DEFAULT_COMPILE_TIMEOUT_S,
+    BenchError,
+    NotApplicable,
+    median_stats,
+    replay,
+    step_stats,
+)
 from report import environment
 
 import grammask as gm
@@ -259,13 +266,13 @@ def _checks(row: dict) -> str:
 def render_markdown(rows: list[dict], env: dict) -> str:
     """The measured table, the side-by-side table with the published figures, and the notes."""
     lines = [
-        f"Measured {env['date']} on {env['cpu']}, Python {env['python']}, one thread, medians of "
+        (f"Measured {env['date']} on {env['cpu']}, Python {env['python']}, one thread, medians of "
         f"{env['repeat']} replays of every program (fewer where a row's time budget of {env.get('budget_s')} s ran "
         f"out); versions: {env.get('versions', '')}. Mask and advance times in µs, over the masks of all "
-        "programs of the grammar (one per token plus the final EOS mask).",
+        "programs of the grammar (one per token plus the final EOS mask)."),
         "",
-        "| grammar | tokenizer | engine | programs | tokens | compile cold (s) | compile cached (s) "
-        "| mask mean | mask p50 | mask p99 | mask max | 1st replay max | advance p50 | compiled size (MiB) | checks |",
+        ("| grammar | tokenizer | engine | programs | tokens | compile cold (s) | compile cached (s) "
+        "| mask mean | mask p50 | mask p99 | mask max | 1st replay max | advance p50 | compiled size (MiB) | checks |"),
         "|" + "---|" * 15,
     ]
     notes = []
@@ -297,8 +304,8 @@ def render_markdown(rows: list[dict], env: dict) -> str:
     parts = [
         *lines,
         "",
-        "Beside GreatGramma's Table 1 (published figures, measured on their machine; masks in ms per token; "
-        "`*`: that row's checks are not all ok or it ran out of its time budget, see the table above):",
+        ("Beside GreatGramma's Table 1 (published figures, measured on their machine; masks in ms per token; "
+        "`*`: that row's checks are not all ok or it ran out of its time budget, see the table above):"),
         "",
     ]
     parts += side_by_side(rows)
@@ -313,10 +320,10 @@ def side_by_side(rows: list[dict]) -> list[str]:
     the paper's GreatGramma, SynCode and Outlines figures."""
     by = {(r["tokenizer"], r["grammar"], r["engine"]): r for r in rows}
     out = [
-        "| tokenizer (paper's) | grammar | grammask cold (s) | llguidance cold (s) | xgrammar cold (s) "
+        ("| tokenizer (paper's) | grammar | grammask cold (s) | llguidance cold (s) | xgrammar cold (s) "
         "| GreatGramma offline (s) | SynCode offline (s) | Outlines offline (s) "
         "| grammask mask mean / p50 (ms) | llguidance mask mean (ms) | xgrammar mask mean (ms) "
-        "| GreatGramma online (ms) | SynCode online (ms) | Outlines online (ms) |",
+        "| GreatGramma online (ms) | SynCode online (ms) | Outlines online (ms) |"),
         "|" + "---|" * 14,
     ]
     seen = []

@@ -106,8 +106,8 @@ class SynCodePythonIndenter(Indenter):
     is ever made and Lark rejects every nested block)."""
 
     NL_type = "_NL"
-    OPEN_PAREN_types = ["LPAR", "LSQB", "LBRACE"]
-    CLOSE_PAREN_types = ["RPAR", "RSQB", "RBRACE"]
+    OPEN_PAREN_types = ("LPAR", "LSQB", "LBRACE")
+    CLOSE_PAREN_types = ("RPAR", "RSQB", "RBRACE")
     INDENT_type = "_INDENT"
     DEDENT_type = "_DEDENT"
     tab_len = 4

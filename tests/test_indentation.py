@@ -10,11 +10,10 @@ import lark
 import numpy as np
 import pytest
 from conftest import get_vocab
-from indent_oracle import IndentOracle
 from lark.indenter import Indenter, PythonIndenter
+from postlex_oracle import PostlexOracle
 
 from grammask import Compiler, Grammar
-from grammask.automata.lexer import build_lexer
 from grammask.errors import (
     BudgetUnsupportedError,
     ConfigurationError,
@@ -123,7 +122,7 @@ def test_verdicts_agree_with_lark(compiled, text):
 def _compare_with_oracle(grammar, compiled, text: str, n_prefixes: int, seed: int) -> int:
     """Compare masks with the oracle at ``n_prefixes`` random token boundaries of ``text``; returns how many."""
     vocab = compiled.vocab
-    oracle = IndentOracle(grammar, build_lexer(grammar), vocab, PythonIndenter())
+    oracle = PostlexOracle(grammar, vocab, PythonIndenter())
     ids = vocab.encode(text)
     cuts = sorted(random.Random(seed).sample(range(len(ids)), min(n_prefixes, len(ids))))
     m = compiled.matcher()

@@ -71,6 +71,8 @@ class Engine:
     def to_arrays(self) -> tuple[dict[str, np.ndarray], dict]:
         """The tables as named arrays and JSON-able metadata (see :meth:`from_arrays`)."""
         arrays = {f"lexer.{f}": getattr(self.lexer, f) for f in _LEXER_FIELDS}
+        if self.lexer.restart is not None:
+            arrays["lexer.restart"] = self.lexer.restart
         arrays.update({f"tables.{f}": getattr(self.parse, f) for f in _TABLE_ARRAYS})
         arrays.update({f"masks.{f.name}": getattr(self.masks, f.name) for f in dataclasses.fields(MaskTables)})
         arrays["parser_term"] = self.parser_term
@@ -83,6 +85,8 @@ class Engine:
             "start_state": self.parse.start_state,
             "accept_state": self.parse.accept_state,
             "indent": None if self.indent is None else self.indent.to_json(),
+            "lexer_aliases": [list(a) for a in self.lexer.aliases],
+            "lexer_end_terminal": self.lexer.end_terminal,
         }
         return arrays, meta
 
@@ -91,7 +95,11 @@ class Engine:
         cls, arrays: dict[str, np.ndarray], meta: dict, vocab: Vocabulary, trie_of: Callable[[], VocabTrie]
     ) -> Engine:
         """The engine :meth:`to_arrays` encoded; KeyError or TypeError if a field is missing."""
-        lexer = LexerAutomaton(terminals=tuple(meta["lexer_terminals"]), **{f: arrays[f"lexer.{f}"] for f in _LEXER_FIELDS})
+        lexer = LexerAutomaton(
+            terminals=tuple(meta["lexer_terminals"]), restart=arrays.get("lexer.restart"),
+            aliases=tuple(tuple(a) for a in meta.get("lexer_aliases", ())), end_terminal=meta.get("lexer_end_terminal", -1),
+            **{f: arrays[f"lexer.{f}"] for f in _LEXER_FIELDS},
+        )
         parse = ParseTables(
             terminals=tuple(meta["parser_terminals"]),
             nonterminals=tuple(meta["nonterminals"]),

@@ -94,10 +94,13 @@ class MaskTables:
 
 def parser_terminal_map(grammar: Grammar, lexer: LexerAutomaton) -> tuple[tuple[str, ...], np.ndarray]:
     """Parser terminals (the non-ignored lexer terminals in lexer order, then the declared ones) and the
-    lexer-to-parser index map."""
-    names = tuple(n for n, ign in zip(lexer.terminals, lexer.ignored) if not ign) + grammar.declared
+    lexer-to-parser index map (an alias maps to the terminal it stands for)."""
+    stands_for = dict(lexer.aliases)
+    names = tuple(n for n, ign in zip(lexer.terminals, lexer.ignored) if not ign and n not in stands_for)
+    names += grammar.declared
     index = {n: i for i, n in enumerate(names)}
-    mapping = np.array([-1 if ign else index[n] for n, ign in zip(lexer.terminals, lexer.ignored)], dtype=np.int32)
+    mapping = np.array([-1 if ign else index[stands_for.get(n, n)] for n, ign in zip(lexer.terminals, lexer.ignored)],
+                       dtype=np.int32)
     return names, mapping
 
 
@@ -164,7 +167,8 @@ def build_mask_tables(front: Front, vocab: Vocabulary, trie: VocabTrie, deadline
     while queue:
         check("the vocabulary walks")
         q = queue.pop()
-        entries, seq, ends = walk_alive(trie, lexer.trans, lexer.accept, parser_term, q, seqs, work, newline)
+        entries, seq, ends = walk_alive(trie, lexer.trans, lexer.accept, parser_term, q, seqs, work, newline,
+                                        lexer.restart)
         if slots is None or len(slots) < len(seqs) * n_follow:
             slots = np.full(2 * len(seqs) * n_follow, -1, dtype=np.int32)
         walks[q], fresh = group_walk(trie.token_ids[entries], seq, ends, state_follow, n_follow, slots, queued)
@@ -195,6 +199,7 @@ def build_mask_tables(front: Front, vocab: Vocabulary, trie: VocabTrie, deadline
     on_top[tables.accept_state] = False
     on_top[tables.start_state] = True
     live = terminal_actions != ERROR
+    armed_tops = _armed_tops(lexer, tables, parser_term)
 
     # 3. Per (lexer state, LR state) pair: the ALWAYS mask and the marks of DEPENDS classes.
     pair_index = np.full((lexer.n_states, tables.n_states), -1, dtype=np.int32)
@@ -225,6 +230,8 @@ def build_mask_tables(front: Front, vocab: Vocabulary, trie: VocabTrie, deadline
             ok = on_top.copy()
             if not (produce & (lexer.ignored | (parser_term >= tables.end + 1))).any():
                 ok &= live[:, parser_term[produce]].any(axis=1)
+            if armed_tops is not None:
+                ok &= armed_tops if q >= lexer.n_states // 2 else ~armed_tops
             candidates = np.nonzero(ok)[0].tolist()
         ever_depends = np.zeros(n_local, dtype=bool)
         mask_of_verdicts: dict[bytes, int] = {}
@@ -303,6 +310,22 @@ def _refine(lr, exposed, n_states: int, p: int, ranks: np.ndarray, class_arrays,
         classify_classes(*lr, *exposed, n_states, p, todo, *class_arrays, out)
         known[todo] = out
     return known[ranks]
+
+
+def _armed_tops(lexer: LexerAutomaton, tables: ParseTables, parser_term: np.ndarray) -> np.ndarray | None:
+    """With semicolon insertion: per LR state, whether it is on top only in the armed mode (its accessing
+    terminal arms the lexer), so each lexer state meets only the LR states of its own mode. None without."""
+    if lexer.restart is None:
+        return None
+    half = lexer.n_states // 2
+    arming = {int(parser_term[t]) for t, r in zip(lexer.accept[:half].tolist(), lexer.restart[:half].tolist())
+              if t >= 0 and r != 0 and parser_term[t] >= 0}
+    armed = np.zeros(tables.n_states, dtype=bool)
+    shifts = tables.action[:, : tables.end]
+    for t in arming:
+        targets = shifts[:, t]
+        armed[targets[targets >= 0]] = True
+    return armed
 
 
 def _max_token_width(vocab: Vocabulary, widths: np.ndarray) -> int:

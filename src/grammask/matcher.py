@@ -145,10 +145,11 @@ class Matcher:
         return self._costs
 
     def _new_budget(self, max_tokens: int | None) -> TokenBudget:
-        if self._indenter is not None:
+        grammar = self.compiled.grammar
+        if grammar.indentation is not None or grammar.semicolons is not None:
             raise BudgetUnsupportedError(
-                f"grammar {self.compiled.grammar.name!r} has indentation (a postlex): token budgets do not count "
-                f"its indent and dedent terminals yet"
+                f"grammar {grammar.name!r} has a postlex (indentation or semicolon insertion): token budgets do not "
+                f"count the terminals it inserts yet"
             )
         rt = self.compiled._budget_runtime()
         return TokenBudget(rt, max_tokens, self._lexstate, self._stack, self.compiled.grammar.name)
@@ -387,9 +388,9 @@ class Matcher:
             return b""
         lexstate, stack, post = self._lexstate, self._stack, self._post
         out = bytearray()
-        trans, accept = self._lexer.trans, self._lexer.accept
+        trans, accept, restart = self._lexer.trans, self._lexer.accept, self._lexer.restarts
         while len(out) < _MAX_FORCED and not self._accepts_end(lexstate, stack, post):
-            lexable = (trans[lexstate] >= 0) | ((accept[lexstate] >= 0) & (trans[0] >= 0))
+            lexable = (trans[lexstate] >= 0) | ((accept[lexstate] >= 0) & (trans[restart[lexstate]] >= 0))
             nexts = []
             for b in np.flatnonzero(lexable).tolist():
                 state = self._read(lexstate, stack, post, bytes((b,)))

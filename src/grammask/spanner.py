@@ -189,9 +189,10 @@ class TrieWalk:
 def walk_tokens(
     trie: VocabTrie, trans: np.ndarray, accept: np.ndarray, parser_term: np.ndarray, start: int,
     seqs: SequenceTable, work: TrieWalk | None = None, newline: NewlineWidths | None = None,
+    restart: np.ndarray | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Lex every token from lexer state ``start``: ``(seq, end)`` over all the trie's entries, ``DEAD`` where rejected."""
-    entries, seq, end = walk_alive(trie, trans, accept, parser_term, start, seqs, work, newline)
+    entries, seq, end = walk_alive(trie, trans, accept, parser_term, start, seqs, work, newline, restart)
     seq_all = np.full(len(trie.token_ids), DEAD, dtype=np.int32)
     end_all = np.full(len(trie.token_ids), DEAD, dtype=np.int32)
     seq_all[entries] = seq
@@ -218,6 +219,7 @@ _NO_NEWLINE = NewlineWidths(-1, 0, np.zeros(256, dtype=np.int32))
 def walk_alive(
     trie: VocabTrie, trans: np.ndarray, accept: np.ndarray, parser_term: np.ndarray, start: int,
     seqs: SequenceTable, work: TrieWalk | None = None, newline: NewlineWidths | None = None,
+    restart: np.ndarray | None = None,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Lex every token from lexer state ``start``; only the tokens that survive are reported.
 
@@ -225,17 +227,20 @@ def walk_alive(
     sequence and the lexer state it leaves. ``parser_term[lexer terminal]`` is its parser
     terminal index, or -1 for ignored terminals (not recorded in sequences). Pass the same
     ``work`` to many walks over one trie to reuse its scratch arrays. With ``newline``, that
-    terminal is recorded as a context id carrying its last line's width.
+    terminal is recorded as a context id carrying its last line's width. ``restart[q]`` is the state a
+    lexeme starts from after one ending in ``q`` (None: always 0; see ``LexerAutomaton.restart``).
     """
     work = work or TrieWalk(trie)
     newline = newline or _NO_NEWLINE
+    if restart is None:
+        restart = np.zeros(trans.shape[0], dtype=np.int32)
     while True:
         seqs.ensure_room(len(trie.token_ids) + 1)
         entries, seq, end, full = _walk(
             trie.node_byte, trie.node_parent, trie.node_end, trie.node_tok_ptr, trans, accept, parser_term,
             np.int32(start), seqs.slots, seqs.parent, seqs.last, seqs.count, np.int64(seqs.n_terms),
             work.state, work.seq, *work.out, *work.cache(), np.int32(newline.terminal), np.int64(newline.base),
-            newline.byte_width, work.width,
+            newline.byte_width, work.width, restart,
         )
         if not full:
             return entries, seq, end
@@ -257,7 +262,7 @@ def _store(slot, lo, hi, entries, seq_out, end_out, cache_span, arena_entries, a
 @nb.njit(cache=True)
 def _walk(node_byte, node_parent, node_end, node_tok_ptr, trans, accept, parser_term, start, slots, parent, last,
           count, n_terms, node_state, node_seq, entries, seq_out, end_out, cache_keys, cache_span,
-          arena_entries, arena_seq, arena_end, used, nl_term, nl_base, byte_width, node_width):
+          arena_entries, arena_seq, arena_end, used, nl_term, nl_base, byte_width, node_width, restart):
     capacity = min(len(parent), len(slots) // 2)
     mask = len(slots) - 1
     cache_mask = len(cache_keys) - 1
@@ -284,7 +289,7 @@ def _walk(node_byte, node_parent, node_end, node_tok_ptr, trans, accept, parser_
         nxt = trans[state, b]
         if nxt < 0:
             term = accept[state]
-            nxt = trans[0, b]
+            nxt = trans[restart[state], b]
             if term < 0 or nxt < 0:
                 n = node_end[n]  # this prefix is rejected, and so is every token below it
                 continue

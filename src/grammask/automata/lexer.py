@@ -35,7 +35,7 @@ from grammask.automata.dfa import build_dfa
 from grammask.automata.patterns import compile_regex
 from grammask.automata.regex import TrailingContext
 from grammask.errors import NO_DEADLINE, Deadline, GrammarError, UnsupportedRegexError
-from grammask.grammar.ir import Grammar, Terminal
+from grammask.grammar.ir import Grammar, Semicolons, Terminal
 
 try:
     from re import _parser as sre_parse  # type: ignore[attr-defined]
@@ -53,6 +53,12 @@ class LexerAutomaton:
     ``q`` is emitted as (or -1); ``produce[q]`` the set of terminals some lexeme continuing
     from ``q`` can be emitted as (GreatGramma's Prod(q)), as a bool row over terminals.
     State 0 is the initial state (empty lexeme).
+
+    With semicolon insertion the automaton has two *modes* (two copies of the DFA): ``restart[q]`` is
+    the state the next lexeme starts from after a lexeme ending in ``q`` (0, or the armed copy's
+    start), ``aliases`` names the terminals that stand for another one (a newline read as the
+    semicolon), and ``end_terminal`` is emitted at the end of input when the last lexeme arms.
+    Without, ``restart`` is None: every lexeme starts from state 0.
     """
 
     terminals: tuple[str, ...]
@@ -60,27 +66,35 @@ class LexerAutomaton:
     trans: np.ndarray
     accept: np.ndarray
     produce: np.ndarray
+    restart: np.ndarray | None = None
+    aliases: tuple[tuple[str, str], ...] = ()
+    end_terminal: int = NO_TERMINAL
 
     @property
     def n_states(self) -> int:
         return self.trans.shape[0]
 
     @cached_property
-    def _lists(self) -> tuple[list[list[int]], list[int]]:
-        return self.trans.tolist(), self.accept.tolist()
+    def restarts(self) -> np.ndarray:
+        """Per state, the state the next lexeme starts from (all 0 without modes)."""
+        return self.restart if self.restart is not None else np.zeros(self.n_states, dtype=np.int32)
+
+    @cached_property
+    def _lists(self) -> tuple[list[list[int]], list[int], list[int]]:
+        return self.trans.tolist(), self.accept.tolist(), self.restarts.tolist()
 
     def step(self, state: int, data: bytes) -> tuple[list[int], int] | None:
         """Lex ``data`` from ``state``: the terminals it completes (ignored ones included) and the state left.
 
         Returns None if the bytes are rejected under the lexing rule.
         """
-        trans, accept = self._lists
+        trans, accept, restart = self._lists
         emitted: list[int] = []
         for b in data:
             nxt = trans[state][b]
             if nxt < 0:
                 term = accept[state]
-                nxt = trans[0][b]
+                nxt = trans[restart[state]][b]
                 if term < 0 or nxt < 0:
                     return None
                 emitted.append(term)
@@ -92,7 +106,11 @@ class LexerAutomaton:
         if state == 0:
             return []
         term = int(self.accept[state])
-        return None if term < 0 else [term]
+        if term < 0:
+            return None
+        if self.end_terminal >= 0 and self.restarts[state] != 0:
+            return [term, self.end_terminal]
+        return [term]
 
 
 def build_lexer(grammar: Grammar, deadline: Deadline | None = None) -> LexerAutomaton:
@@ -123,12 +141,46 @@ def build_lexer(grammar: Grammar, deadline: Deadline | None = None) -> LexerAuto
     for index, nfa in enumerate(nfas):
         if nfa.trailing is not None:
             _check_trailing_context(trans, accept, index, nfa.trailing, nfa.name)
-    return LexerAutomaton(
+    lexer = LexerAutomaton(
         terminals=tuple(t.name for t in terminals),
         ignored=np.array([t.name in grammar.ignore for t in terminals], dtype=bool),
         trans=trans,
         accept=accept,
         produce=_producible(trans, accept, len(terminals), deadline),
+    )
+    return lexer if grammar.semicolons is None else _with_semicolons(lexer, grammar.semicolons)
+
+
+def _with_semicolons(lexer: LexerAutomaton, rules: Semicolons) -> LexerAutomaton:
+    """The lexer in two modes: *armed* after a trigger terminal (ignored ones keep the mode), where a
+    newline terminal is emitted as an alias of the semicolon; unarmed, where newlines are ignored."""
+    n, names = lexer.n_states, lexer.terminals
+    newlines = [names.index(x) for x in rules.newlines]
+    aliases = tuple((f"{names[t]}:{rules.semicolon}", rules.semicolon) for t in newlines)
+    alias_of = {t: len(names) + i for i, t in enumerate(newlines)}
+    trans = np.vstack([lexer.trans, np.where(lexer.trans >= 0, lexer.trans + n, -1)]).astype(np.int32)
+    armed_accept = np.array([alias_of.get(int(t), int(t)) for t in lexer.accept], dtype=np.int32)
+    accept = np.concatenate([lexer.accept, armed_accept])
+    pad = np.zeros((n, len(newlines)), dtype=bool)
+    armed_produce = np.hstack([lexer.produce, lexer.produce[:, newlines]])
+    armed_produce[:, newlines] = False
+    produce = np.vstack([np.hstack([lexer.produce, pad]), armed_produce])
+    ignored = np.concatenate([lexer.ignored, np.zeros(len(newlines), dtype=bool)])
+    ignored[newlines] = True
+    triggers = {names.index(x) for x in rules.triggers}
+    restart = np.zeros(2 * n, dtype=np.int32)
+    for q in range(2 * n):
+        term = int(accept[q])
+        if term < 0 or term >= len(names):
+            continue
+        if ignored[term]:
+            restart[q] = n if q >= n else 0
+        elif term in triggers:
+            restart[q] = n
+    return LexerAutomaton(
+        terminals=names + tuple(a for a, _ in aliases), ignored=ignored, trans=trans, accept=accept,
+        produce=produce, restart=restart, aliases=aliases,
+        end_terminal=len(names) if rules.at_end and newlines else NO_TERMINAL,
     )
 
 

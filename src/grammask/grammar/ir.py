@@ -62,6 +62,22 @@ class Indentation:
 
 
 @dataclass(frozen=True)
+class Semicolons:
+    """Semicolon insertion as Go's specification states it, as data the lexer runs itself.
+
+    The ``newlines`` terminals (a line break; a comment holding one) never reach the parser as
+    themselves: right after a terminal of ``triggers`` (the last one the parser got) one becomes a
+    ``semicolon``; anywhere else it is dropped. With ``at_end``, the end of input after a trigger also
+    gets a semicolon.
+    """
+
+    newlines: tuple[str, ...]
+    semicolon: str
+    triggers: tuple[str, ...]
+    at_end: bool = True
+
+
+@dataclass(frozen=True)
 class Grammar:
     """A context-free grammar with a separate lexer: the one shape all front ends compile to.
 
@@ -85,6 +101,7 @@ class Grammar:
     declared: tuple[str, ...] = ()
     """Terminals the parser sees that no lexer rule produces (Lark's ``%declare``), e.g. indentation's."""
     indentation: Indentation | None = None
+    semicolons: Semicolons | None = None
 
     def __post_init__(self) -> None:
         term_names = [t.name for t in self.terminals]
@@ -113,6 +130,20 @@ class Grammar:
             raise GrammarError(f"conflicts must be 'resolve' or 'error', not {self.conflicts!r}")
         if self.indentation is not None:
             self._check_indentation(self.indentation, set(term_names))
+        if self.semicolons is not None:
+            self._check_semicolons(self.semicolons, set(term_names))
+
+    def _check_semicolons(self, rules: Semicolons, lexed: set[str]) -> None:
+        if self.indentation is not None:
+            raise GrammarError("a grammar has at most one postlex: indentation or semicolon insertion, not both")
+        missing = [n for n in (*rules.newlines, rules.semicolon, *rules.triggers) if n not in lexed]
+        if missing:
+            raise UndefinedSymbolError(
+                f"the semicolon postlex names terminal(s) the grammar lacks: {', '.join(dict.fromkeys(missing))}"
+            )
+        ignored = [n for n in (*rules.newlines, rules.semicolon) if n in self.ignore]
+        if ignored:
+            raise GrammarError(f"the semicolon postlex's terminal(s) {', '.join(ignored)} must not be %ignore-d")
 
     def _check_indentation(self, rules: Indentation, lexed: set[str]) -> None:
         missing = [n for n in (rules.newline,) if n not in lexed]
@@ -126,11 +157,6 @@ class Grammar:
             raise GrammarError(f"the indenter's newline terminal {rules.newline} must not be %ignore-d")
         if rules.tab_len < 1:
             raise GrammarError(f"the indenter's tab_len must be at least 1, not {rules.tab_len}")
-
-    @property
-    def parser_terminal_names(self) -> tuple[str, ...]:
-        """Terminals the parser sees: the lexed ones not ignored, then the declared ones."""
-        return tuple(t.name for t in self.terminals if t.name not in self.ignore) + self.declared
 
     @property
     def terminal_names(self) -> tuple[str, ...]:
@@ -162,4 +188,6 @@ class Grammar:
         if self.declared or self.indentation is not None:
             doc["declared"] = list(self.declared)
             doc["indentation"] = None if self.indentation is None else dataclasses.asdict(self.indentation)
+        if self.semicolons is not None:
+            doc["semicolons"] = dataclasses.asdict(self.semicolons)
         return hashlib.sha256(json.dumps(doc, sort_keys=True).encode()).hexdigest()

@@ -16,7 +16,7 @@ from grammask.errors import (
     GrammarSyntaxError,
     UndefinedSymbolError,
 )
-from grammask.grammar.ir import Grammar, Indentation, Rule, Terminal
+from grammask.grammar.ir import Grammar, Indentation, Rule, Semicolons, Terminal
 
 _UNDEFINED = re.compile(r"(?:Rule|Terminal) '?([^' ]+)'? used but not defined|Terminals? used but not defined")
 
@@ -31,26 +31,30 @@ def grammar_from_lark(
     is the grammar's shift/reduce policy (``"resolve"`` as Lark, or ``"error"``; see :class:`Grammar`).
     ``postlex`` takes an instance of Lark's ``lark.indenter.Indenter`` (e.g. ``PythonIndenter()``):
     its terminal names, brackets and ``tab_len`` are read, and grammask runs the same indentation
-    rules itself (:class:`~grammask.grammar.ir.Indentation`). ``lexer`` is Lark's lexer name; only
+    rules itself (:class:`~grammask.grammar.ir.Indentation`); or a semicolon-insertion postlex that
+    states its rule as the attributes ``nl_types``, ``semicolon_type``, ``trigger_types`` and
+    ``insert_at_eof`` (:class:`~grammask.grammar.ir.Semicolons`, e.g. the built-in Go grammar's). Its
+    ``always_accept`` terminals are kept although no rule uses them, as Lark keeps them. ``lexer`` is Lark's lexer name; only
     ``"basic"`` is built so far (grammask's lexing rule, see ``docs/architecture.md``).
 
     Raises :class:`~grammask.errors.GrammarSyntaxError` (with line and column) for text that is not Lark
     EBNF, :class:`~grammask.errors.UndefinedSymbolError` for a rule or terminal used but not defined (or
-    a missing ``start`` rule or an indenter terminal the grammar lacks), :class:`~grammask.errors.GrammarError`
+    a missing ``start`` rule or a postlex terminal the grammar lacks), :class:`~grammask.errors.GrammarError`
     for any other error lark reports, for a ``%declare``-d terminal used without an indenter that produces it and
-    for an unknown ``conflicts``, and :class:`~grammask.errors.ConfigurationError` for a ``postlex`` that is not
-    an ``Indenter`` or a ``lexer`` other than ``"basic"``. Terminal regexes are checked at compile time.
+    for an unknown ``conflicts``, and :class:`~grammask.errors.ConfigurationError` for a ``postlex`` of neither kind or a
+    ``lexer`` other than ``"basic"``. Terminal regexes are checked at compile time.
     """
     if lexer != "basic":
         raise ConfigurationError(
             f"lexer={lexer!r}: grammask builds Lark's 'basic' lexer only so far (the contextual lexer is not built "
             f"yet); pass lexer='basic'"
         )
-    indentation = None if postlex is None else _indentation_of(postlex)
+    indentation, semicolons = _postlex_rules(postlex)
+    keep = {str(t) for t in getattr(postlex, "always_accept", ())}
     try:
         with _no_collision_check():
             loaded, _ = load_grammar(text, "<grammar>", [], False)
-        terminal_defs, lark_rules, ignore = loaded.compile([start], set())
+        terminal_defs, lark_rules, ignore = loaded.compile([start], keep)
     except lark_exc.UnexpectedInput as e:
         raise GrammarSyntaxError(f"Lark grammar syntax error: {_first_line(str(e))}", e.line, e.column) from None
     except lark_exc.GrammarError as e:
@@ -84,7 +88,7 @@ def grammar_from_lark(
             f"them; pass postlex= (a lark.indenter.Indenter) or give them a pattern"
         )
     return Grammar(tuple(terminals), rules, start, frozenset(str(i) for i in ignore), name=name, conflicts=conflicts,
-                   declared=tuple(declared), indentation=indentation)
+                   declared=tuple(declared), indentation=indentation, semicolons=semicolons)
 
 
 def _regexp(pattern) -> str:
@@ -100,15 +104,30 @@ def _used(terminal: str, lark_rules) -> bool:
     return any(s.name == terminal for r in lark_rules for s in r.expansion)
 
 
-def _indentation_of(postlex: object) -> Indentation:
-    """The indentation rules of a Lark ``Indenter`` instance, read from its attributes."""
+def _postlex_rules(postlex: object) -> tuple[Indentation | None, Semicolons | None]:
+    """The postlex's rules as IR data: (indentation, semicolons), at most one of them set."""
     from lark.indenter import Indenter
 
-    if not isinstance(postlex, Indenter):
-        raise ConfigurationError(
-            f"postlex must be an instance of lark.indenter.Indenter (e.g. PythonIndenter()), not "
-            f"{type(postlex).__name__}: grammask runs the indenter's rules itself and knows no other postlex"
+    if postlex is None:
+        return None, None
+    if isinstance(postlex, Indenter):
+        return _indentation_of(postlex), None
+    if all(hasattr(postlex, a) for a in ("nl_types", "semicolon_type", "trigger_types")):
+        return None, Semicolons(
+            newlines=tuple(str(t) for t in postlex.nl_types),
+            semicolon=str(postlex.semicolon_type),
+            triggers=tuple(sorted(str(t) for t in postlex.trigger_types)),
+            at_end=bool(getattr(postlex, "insert_at_eof", True)),
         )
+    raise ConfigurationError(
+        f"postlex must be an instance of lark.indenter.Indenter (e.g. PythonIndenter()) or a semicolon-insertion "
+        f"postlex with nl_types, semicolon_type and trigger_types, not {type(postlex).__name__}: grammask runs "
+        f"a postlex's rules itself and knows no other kind"
+    )
+
+
+def _indentation_of(postlex) -> Indentation:
+    """The indentation rules of a Lark ``Indenter`` instance, read from its attributes."""
     try:
         return Indentation(
             newline=str(postlex.NL_type),

@@ -1,0 +1,207 @@
+"""A brute-force mask oracle for grammars with a postlex, sharing nothing with grammask's engine.
+
+It lexes with its own byte loop over the grammar's lexer DFA *without* the postlex (keeping lexeme
+texts), runs the **reference postlex object itself** over the tokens (Lark's own ``Indenter``, or a
+semicolon-insertion postlex such as the built-in Go grammar's ``GoSemicolons``), and parses with
+Lark's interactive LALR parser.
+
+**Viability rule.** ``w`` is viable iff lexing it fails nowhere, the postlex and the parser accept
+the completed lexemes, and the pending lexeme is empty, may be ignored, or may become a terminal
+that, passed through the postlex, the parser takes. For an indenter's newline some line width must
+work: after the newline (as ``"\\n" + " " * width`` for every open level and one deeper) the
+indenter and parser accept it and then either the end of input or some terminal other than
+newline/indent/dedent. Token ``t`` is allowed iff ``w + t`` is viable; EOS iff the pending lexeme
+completes and the postlex's end of input and ``$END`` are accepted.
+"""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+
+import numpy as np
+from lark import Lark, Token
+from lark.exceptions import LarkError, UnexpectedToken
+from lark.indenter import Indenter
+
+from grammask.automata.lexer import build_lexer
+from grammask.grammar.lark_export import lark_terminal_name, to_lark_text
+
+
+class _Fed:
+    """A Lark lexer that lexes nothing: tokens are fed."""
+
+    def __init__(self, conf):
+        pass
+
+    def lex(self, data):
+        return iter(())
+
+
+class _Done(Token):
+    pass
+
+
+class _IndentState:
+    """Lark's ``Indenter`` as the reference postlex: its own ``_process`` on a copy of its state."""
+
+    def __init__(self, indenter):
+        self.ind = copy.deepcopy(indenter)
+        self.ind.paren_level, self.ind.indent_level = 0, [0]
+        self.newlines = {indenter.NL_type}
+        self.special = {indenter.NL_type, indenter.INDENT_type, indenter.DEDENT_type, "$END"}
+
+    def copy(self):
+        other = copy.copy(self)
+        other.ind = copy.deepcopy(self.ind)
+        return other
+
+    def run(self, tokens):
+        for tok in self.ind._process(iter([*tokens, _Done("__DONE__", "")])):
+            if isinstance(tok, _Done):
+                return
+            yield tok
+
+    def end(self):
+        return self.ind._process(iter(()))
+
+
+class _SemicolonState:
+    """A semicolon-insertion postlex (``process`` over a stream) as the reference: its state is the last
+    token it passed on (an inserted semicolon included), so a run replays that token first and drops it
+    from the output."""
+
+    def __init__(self, postlex):
+        self.postlex = postlex
+        self.last = None
+        self.newlines = set(postlex.nl_types)
+
+    def copy(self):
+        return copy.copy(self)
+
+    def _replay(self, tokens):
+        out = self.postlex.process(iter([*([self.last] if self.last is not None else []), *tokens]))
+        if self.last is not None:
+            next(out)
+        return out
+
+    def run(self, tokens):
+        for tok in self._replay([*tokens, _Done("__DONE__", "")]):
+            if isinstance(tok, _Done):
+                break
+            self.last = tok
+            yield tok
+
+    def end(self):
+        return self._replay([])
+
+
+class PostlexOracle:
+    def __init__(self, grammar, vocab, postlex):
+        from lark.lexer import Lexer
+
+        fed = type("Fed", (Lexer,), {"__init__": _Fed.__init__, "lex": _Fed.lex})
+        self.parser = Lark(to_lark_text(grammar), parser="lalr", lexer=fed, start=grammar.start)
+        lexer = build_lexer(dataclasses.replace(grammar, semicolons=None))
+        self.trans = lexer.trans.tolist()
+        self.accept = lexer.accept.tolist()
+        # terminal names as the exported grammar spells them
+        self.names = [lark_terminal_name(n) for n in lexer.terminals]
+        self.ignored = [bool(x) for x in lexer.ignored]
+        self.produce = [set(np.flatnonzero(row).tolist()) for row in lexer.produce]
+        self.vocab = vocab
+        self.start_state = _IndentState(postlex) if isinstance(postlex, Indenter) else _SemicolonState(postlex)
+
+    def lex(self, data: bytes, state: int = 0):
+        """(completed (terminal, text) pairs, pending state, pending text) or None."""
+        out, start = [], 0
+        for i, b in enumerate(data):
+            nxt = self.trans[state][b]
+            if nxt < 0:
+                term = self.accept[state]
+                nxt = self.trans[0][b]
+                if term < 0 or nxt < 0:
+                    return None
+                out.append((term, data[start:i]))
+                start = i
+            state = nxt
+        return out, state, data[start:]
+
+    def _run(self, ip, post, lexemes) -> bool:
+        """Feed completed lexemes through the postlex into the parser (both change); False if rejected."""
+        tokens = [Token(self.names[t], text.decode("utf-8", "replace")) for t, text in lexemes if not self.ignored[t]]
+        try:
+            for tok in post.run(tokens):
+                ip.feed_token(tok)
+        except (UnexpectedToken, LarkError, AssertionError, IndexError):
+            return False
+        return True
+
+    def _ends(self, ip, post) -> bool:
+        ip, post = ip.copy(), post.copy()
+        try:
+            for tok in post.end():
+                ip.feed_token(tok)
+        except (UnexpectedToken, LarkError, AssertionError, IndexError):
+            return False
+        return "$END" in ip.accepts()
+
+    def _pending_ok(self, ip, post, state: int) -> bool:
+        if state == 0:
+            return True
+        produce = self.produce[state]
+        if any(self.ignored[x] for x in produce):
+            return True
+        acc = ip.accepts()
+        if any(self.names[x] in acc for x in produce if self.names[x] not in post.newlines):
+            return True
+        newlines = [x for x in produce if self.names[x] in post.newlines]
+        if isinstance(post, _SemicolonState):
+            return any(self._run(ip.copy(), post.copy(), [(x, b"\n")]) for x in newlines)
+        if not newlines:
+            return False
+        levels = list(post.ind.indent_level)
+        for width in [*levels, levels[-1] + 1]:
+            ip2, post2 = ip.copy(), post.copy()
+            if not self._run(ip2, post2, [(newlines[0], b"\n" + b" " * width)]):
+                continue
+            if post2.ind.paren_level == 0 and self._ends(ip2, post2):
+                return True
+            if any(t not in post.special for t in ip2.accepts()):
+                return True
+        return False
+
+    def mask(self, prefix: bytes) -> np.ndarray:
+        """Boolean mask over ``vocab.n_logits`` after the byte prefix (which must be viable)."""
+        lexed = self.lex(prefix)
+        assert lexed is not None, "prefix does not lex"
+        done, state, pending = lexed
+        ip = self.parser.parse_interactive("")
+        post = self.start_state.copy()
+        assert self._run(ip, post, done), "prefix does not parse"
+        allowed = np.zeros(self.vocab.n_logits, dtype=bool)
+        verdicts: dict[tuple, bool] = {}
+        for tok, data in enumerate(self.vocab.tokens):
+            if not data:
+                continue
+            res = self.lex(pending + data)
+            if res is None:
+                continue
+            lexemes, end, _ = res
+            key = (tuple((t, text if self.names[t] in post.newlines else b"") for t, text in lexemes), end)
+            ok = verdicts.get(key)
+            if ok is None:
+                ip2, post2 = ip.copy(), post.copy()
+                ok = verdicts[key] = self._run(ip2, post2, lexemes) and self._pending_ok(ip2, post2, end)
+            allowed[tok] = ok
+        if self._eos_ok(ip, post, state, pending):
+            allowed[list(self.vocab.eos_ids)] = True
+        return allowed
+
+    def _eos_ok(self, ip, post, state: int, pending: bytes) -> bool:
+        ip, post = ip.copy(), post.copy()
+        if state != 0:
+            term = self.accept[state]
+            if term < 0 or not self._run(ip, post, [(term, pending)]):
+                return False
+        return self._ends(ip, post)
