@@ -102,11 +102,11 @@ def test_a_big_schema_count_is_refused_fast_naming_keyword_value_and_pointer(sch
     error, seconds = _timed(lambda: gm.Grammar.from_json_schema(schema))
     assert isinstance(error, gm.UnsupportedSchemaError), error
     assert f"'{keyword}' at {pointer}:" in str(error) and "0000" in str(error)
-    assert seconds < 0.5
+    assert seconds < 2.0  # the no-hang bar (2 s), not a speed target: the box may be busy
     with pytest.warns(UserWarning, match=keyword):
         grammar, seconds = _timed(lambda: gm.Grammar.from_json_schema(schema, strict=False))
     assert isinstance(grammar, gm.Grammar) and any(keyword in note for note in grammar.notes)
-    assert seconds < 0.5
+    assert seconds < 2.0  # the no-hang bar (2 s), not a speed target: the box may be busy
 
 
 def test_a_max_length_of_a_million_is_refused_in_milliseconds():
