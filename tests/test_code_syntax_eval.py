@@ -190,3 +190,19 @@ def test_reduction_without_baseline_errors():
     assert cp._reduction(0, 0) == "-"
     assert cp._reduction(0, 2) == "+2"
     assert cp._reduction(4, 1) == "75.0%"
+
+
+def test_test_cases_count_asserts_and_deep_compares():
+    assert cp.test_cases(PY) == 2
+    assert cp.test_cases(GO) == 1
+    assert cp.test_cases(cp.Problem("d", "python", "t", "", "def check(c):\n    pass\n", "f")) == 1
+
+
+def test_syntax_errors_by_test_case_and_problems_without_matcher():
+    r1 = _record("grammar", "syntax", parse_ok=False, task="T/0")
+    r1.extra["tests"] = 7
+    r2 = _record("grammar", "no_matcher", task="T/1")
+    row = cp.summarize([r1, r2])[0]
+    assert row["syntax_errors_by_test_case"] == 7
+    assert row["outcomes"]["no_matcher"] == 1 and row["n"] == 2
+    assert "| 1 | 7 |" in cp.markdown([row])
