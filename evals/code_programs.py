@@ -61,16 +61,34 @@ CONDITION_LABELS = {
     "budget": "(c) grammar + budget",
 }
 
-# Where a function completion ends: the next top-level statement. The stop string is not part of the
-# completion. With a grammar, a stop string ends the output only where prompt + text before it is a
-# whole program (see code_syntax.PromptStopRule); unconstrained, its first occurrence does.
-STOPS = {
-    "python": ("\ndef ", "\nclass ", "\nif __name__", "\nprint(", "\nassert ", "\n@"),
-    # The mxeval Go prompts end inside ``func f(...) T {``; the function ends at its closing brace and the
-    # next top-level declaration starts the test's code (deepCompare, main), so stop there. A stop on
-    # "\n}" would drop the brace and never be a place where the program is whole.
-    "go": ("\nfunc ", "\ntype ", "\nvar ", "\nconst ", "\nimport ", "\npackage "),
+# Where a function completion ends, as (stop string, how many of its leading characters the completion
+# keeps). Python: the next top-level statement (the stop strings of the Codex paper's HumanEval runs,
+# with the brief's "\nif __name__" and "\nprint(" among them), none kept. Go: the mxeval prompts are
+# in gofmt's layout (tabs inside, the closing brace at column 0) and end inside ``func f(...) T {``, so
+# the function ends at the first "}" at the start of a line: the completion keeps "\n}" and stops before
+# the newline after it; the next top-level declaration ends it too. With a grammar a stop counts only where
+# prompt + kept text is a whole program (code_syntax.prompt_stop_rule); unconstrained, the first one does.
+STOPS: dict[str, tuple[tuple[str, int], ...]] = {
+    "python": tuple((s, 0) for s in ("\ndef ", "\nclass ", "\nif ", "\nprint(", "\n#", "\nassert ", "\n@")),
+    "go": (("\n}\n", 2), *((s, 0) for s in ("\nfunc ", "\ntype ", "\nvar ", "\nconst ", "\nimport ", "\npackage "))),
 }
+
+
+def stop_cuts(data: bytes, stops: Iterable[tuple[str, int]], since: int = 0) -> list[int]:
+    """Where a completion ``data`` may end at a stop, in order: the end of the kept part of every
+    occurrence of a stop string that ends after byte ``since``."""
+    cuts = set()
+    for text, keep in stops:
+        stop = text.encode()
+        i = data.find(stop, max(0, since - len(stop) + 1))
+        while i >= 0:
+            cuts.add(i + keep)
+            i = data.find(stop, i + 1)
+    return sorted(cuts)
+
+
+def describe_stops(language: str) -> str:
+    return ", ".join(repr(t) if not k else f"{t[:k]!r} before {t[k:]!r}" for t, k in STOPS[language])
 
 
 # ---- problems -----------------------------------------------------------------------------------
@@ -139,12 +157,6 @@ def assemble(problem: Problem, completion: str) -> str:
     if problem.language == "go":
         return f"{problem.prompt}{completion}{problem.test}"
     raise ValueError(f"unknown language {problem.language!r}")
-
-
-def first_stop(text: str, stops: Iterable[str]) -> int | None:
-    """Where the first stop string starts in ``text`` (None: none occurs)."""
-    found = [i for s in stops if (i := text.find(s)) >= 0]
-    return min(found) if found else None
 
 
 @dataclass

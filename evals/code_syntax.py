@@ -13,9 +13,10 @@ setting for its timings), under three conditions:
 - ``budget``: (c) the same with a token budget of ``--max-new-tokens`` (``compiled.matcher(max_tokens=N,
   prefix=prompt)``): every output is a whole program within the limit, grammask's guarantee.
 
-Every condition ends a completion at a stop sequence (the next top-level ``def``/``class``/... in
-Python, ``func``/``type``/... in Go; ``code_programs.STOPS``). With a grammar a stop string counts only
-where prompt + text before it is a whole program, so what is returned still parses. Each completion
+Every condition ends a completion at a stop sequence (the next top-level ``def``/``class``/``#``/... in
+Python; the function's closing brace at column 0, or the next top-level declaration, in Go;
+``code_programs.STOPS``). With a grammar a stop counts only where prompt + completion is a whole
+program, so what is returned still parses. Each completion
 becomes a program (prompt + completion + the data set's test, as mxeval builds it), run in a
 subprocess with a timeout (Go: ``go build`` then the binary) and classified as SynCode does: syntax or
 indentation error, other compile error, runtime error, timeout, wrong answer, pass; prompt + completion
@@ -98,33 +99,25 @@ def compile_grammar(language: str, spec: str | None, vocab):
     return compiled, time.perf_counter() - start, None
 
 
-def prompt_stop_rule(stops: Sequence[str], compiled, prompt: str):
-    """A :class:`~grammask.decoding.StopRule` for a completion of ``prompt``: with a grammar, a stop
-    string ends the output only where prompt + output before it is a sentence (``StopRule`` itself
-    checks the output alone)."""
+def prompt_stop_rule(stops: Sequence[tuple[str, int]], compiled, prompt: str):
+    """A :class:`~grammask.decoding.StopRule` for a completion of ``prompt`` with stops that may keep part
+    of their text (``code_programs.STOPS``): with a grammar, a stop ends the output only where prompt +
+    output up to the cut is a sentence (grammask's ``StopRule`` checks the output alone, and cuts before
+    the whole stop string)."""
     from grammask.decoding import StopRule
 
     class PromptStopRule(StopRule):
         def __init__(self) -> None:
-            super().__init__(stops, compiled)
+            super().__init__([text for text, _ in stops], compiled)
             self.prefix = prompt.encode()
-            self.stop_bytes = [s.encode() for s in stops]
 
         def cut(self, data: bytes, since: int = 0) -> int | None:
-            starts = sorted({i for s in self.stop_bytes for i in _finds(data, s, max(0, since - len(s) + 1))})
-            for i in starts:
+            for i in cp.stop_cuts(data, stops, since):
                 if compiled is None or compiled.matcher(prefix=self.prefix + data[:i]).is_accepting():
                     return i
             return None
 
     return PromptStopRule()
-
-
-def _finds(data: bytes, sub: bytes, start: int):
-    i = data.find(sub, start)
-    while i >= 0:
-        yield i
-        i = data.find(sub, i + 1)
 
 
 # ---- one data set under one condition -------------------------------------------------------------
@@ -221,7 +214,7 @@ def header(config: dict) -> str:
         f"Code syntax evaluation (SynCode §5): model {config['model']}, greedy, max_new_tokens "
         f"{config['max_new_tokens']}, batch {config['batch']}, {config['threads']} torch thread(s), "
         f"program timeout {config['timeout']} s, machine {config['machine']}. Prompts completed as raw text; "
-        f"stops: Python {list(cp.STOPS['python'])}, Go {list(cp.STOPS['go'])}. One program per problem "
+        f"stops: Python {cp.describe_stops('python')}; Go {cp.describe_stops('go')}. One program per problem "
         f"(SynCode counts per test case). Outcomes per problem: syntax / indentation error, other compile "
         f"error, runtime error, timeout, wrong answer, pass. 'parser' = ast.parse / gofmt -e on prompt + "
         f"completion. ms/token: decoding time after the prompt per step (EOS included); mask ms/token: the "

@@ -59,11 +59,21 @@ def test_go_program_is_prompt_completion_test():
     assert cp.assemble(GO, "\treturn a + b\n}") == GO.prompt + "\treturn a + b\n}" + GO_TEST
 
 
-def test_first_stop_is_the_earliest_of_any_stop_string():
-    text = "    return 1\n\nprint(add(1, 2))\ndef other():"
-    assert cp.first_stop(text, cp.STOPS["python"]) == text.index("\nprint(")
-    assert cp.first_stop("    return 1\n", cp.STOPS["python"]) is None
-    assert cp.first_stop("\treturn 1\n}\n\nfunc main() {", cp.STOPS["go"]) == len("\treturn 1\n}\n")
+def test_stop_cuts_python_before_the_next_top_level_statement():
+    text = b"    return 1\n\nprint(add(1, 2))\ndef other():"
+    assert cp.stop_cuts(text, cp.STOPS["python"]) == [text.index(b"\nprint("), text.index(b"\ndef ")]
+    assert cp.stop_cuts(b"    return 1\n", cp.STOPS["python"]) == []
+    # only stops that end after byte ``since`` (what the last token added)
+    assert cp.stop_cuts(text, cp.STOPS["python"], since=text.index(b"\ndef ") + 2) == [text.index(b"\ndef ")]
+
+
+def test_stop_cuts_go_keep_the_closing_brace():
+    text = b"\tif a {\n\t\treturn 1\n\t}\n\treturn 2\n}\n\nfunc main() {"
+    end = text.index(b"\n}\n") + 2
+    assert cp.stop_cuts(text, cp.STOPS["go"]) == [end, text.index(b"\nfunc ")]
+    assert text[:end].endswith(b"return 2\n}")
+    assert cp.stop_cuts(b"\treturn 2\n}", cp.STOPS["go"]) == []  # the newline after it is not there yet
+    assert "'\\n}' before '\\n'" in cp.describe_stops("go")
 
 
 # ---- parser checks --------------------------------------------------------------------------------
@@ -206,3 +216,21 @@ def test_syntax_errors_by_test_case_and_problems_without_matcher():
     assert row["syntax_errors_by_test_case"] == 7
     assert row["outcomes"]["no_matcher"] == 1 and row["n"] == 2
     assert "| 1 | 7 |" in cp.markdown([row])
+
+
+def test_prompt_stop_rule_checks_prompt_plus_completion_with_a_grammar():
+    spec = importlib.util.spec_from_file_location("code_syntax", EVALS / "code_syntax.py")
+    cs = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(cs)
+
+    class Balanced:  # stands in for a compiled grammar: whole when the braces balance
+        def matcher(self, prefix=b""):
+            whole = prefix.count(b"{") == prefix.count(b"}") and prefix.rstrip().endswith(b"}")
+            return type("M", (), {"is_accepting": lambda self: whole})()
+
+    prompt = "func f() int {\n"
+    data = b"\tif x {\n}\n\treturn 1\n}\n\nfunc main() {"
+    first = data.index(b"\n}\n") + 2
+    assert cs.prompt_stop_rule(cp.STOPS["go"], None, prompt).cut(data) == first  # unconstrained: the first stop
+    ruled = cs.prompt_stop_rule(cp.STOPS["go"], Balanced(), prompt).cut(data)
+    assert data[:ruled] == b"\tif x {\n}\n\treturn 1\n}"
