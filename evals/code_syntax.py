@@ -31,6 +31,7 @@ keeps them), ``.json`` (configuration, table rows, every record) and ``.md`` (th
     python evals/code_syntax.py --limit 5 --conditions unconstrained  # smoke run
     python evals/code_syntax.py --model gemma3-270m --datasets humaneval_python humaneval_go
     python evals/code_syntax.py --grammar go=path/to/go.lark ...      # another grammar for a language
+    python evals/code_syntax.py check-prompts                        # grammars vs prompts and parsers, no model
     python evals/code_syntax.py report evals/results/code_syntax_smollm2.jsonl   # tables from a log
 """
 
@@ -151,7 +152,7 @@ def run_condition(model, problems: list[cp.Problem], condition: str, compiled, a
                 inner = build_matcher(condition, compiled, p, args.max_new_tokens)
             except GrammaskError as e:  # the grammar rejects the prompt, or no output fits the budget
                 print(f"  {p.task_id} {condition}: no matcher: {type(e).__name__}: {e}", flush=True)
-                records.append(_failed(tag, p, condition, f"{type(e).__name__}: {e}", args.max_new_tokens))
+                records.append(_failed(tag, p, condition, f"{type(e).__name__}: {e}", args.max_new_tokens, log))
                 continue
             rule = prompt_stop_rule(stops, None if inner is None else compiled, p.prompt)
             ready.append(p)
@@ -186,9 +187,16 @@ def run_condition(model, problems: list[cp.Problem], condition: str, compiled, a
     return records
 
 
-def _failed(tag: str, p: cp.Problem, condition: str, why: str, max_new_tokens: int) -> cp.Record:
-    return cp.Record(tag, p.dataset, p.language, condition, p.task_id, "", "no_matcher", 0, 0, 0, 0.0, 0.0,
-                     "no_matcher", why, True, "", "", max_new_tokens, {"tests": cp.test_cases(p)})
+def _failed(tag: str, p: cp.Problem, condition: str, why: str, max_new_tokens: int, log: Path) -> cp.Record:
+    """The record of a problem no matcher could start on: empty completion, its program still run."""
+    outcome = cp.run_program(p, "", 10.0)
+    check = cp.parse_check(p, "")
+    r = cp.Record(tag, p.dataset, p.language, condition, p.task_id, "", "no_matcher", 0, 0, 0, 0.0, 0.0,
+                  outcome.outcome, outcome.detail, check.ok, check.kind, check.message, max_new_tokens,
+                  {"tests": cp.test_cases(p), "no_matcher": why})
+    with log.open("a") as f:
+        f.write(json.dumps(asdict(r)) + "\n")
+    return r
 
 
 def budget_unsupported(compiled, problems: list[cp.Problem], max_new_tokens: int) -> str | None:
@@ -288,6 +296,61 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
+def check_prompts(args: argparse.Namespace) -> int:
+    """Before any model run: does the grammar take every prompt as a prefix (``matcher(prefix=prompt)``),
+    and does it agree with ``ast.parse`` / ``gofmt -e`` on prompt + reference completion and on the whole
+    program (prompt + reference + test)? Needs only a tokenizer (SmolLM2's, in tests/data)."""
+    from grammask import Vocabulary
+    from grammask.errors import GrammaskError
+
+    vocab = Vocabulary.from_tokenizer_json(args.tokenizer)
+    grammars = dict(g.split("=", 1) for g in args.grammar)
+    lines = [("| data set | grammar | problems | prompt taken as prefix | ms per prefix | prompt + reference whole "
+              "(grammar / parser) | program whole (grammar / parser) | disagreements |"), "|---|---|---|---|---|---|---|---|"]
+    failed = False
+    for language in args.languages:
+        compiled, seconds, why = compile_grammar(language, grammars.get(language), vocab)
+        if compiled is None:
+            print(f"SKIPPED {language}: {why}", file=sys.stderr)
+            failed = True
+            continue
+        print(f"{language}: grammar compiled in {seconds:.1f} s", flush=True)
+        for dataset in [d for d, (lang, _, _) in cp.DATASETS.items() if lang == language]:
+            problems = cp.load_problems(dataset, args.limit)
+            taken, spent, whole_g, whole_p, prog_g, prog_p, disagree = 0, 0.0, 0, 0, 0, 0, []
+            for p in problems:
+                start = time.perf_counter()
+                try:
+                    compiled.matcher(prefix=p.prompt)
+                    taken += 1
+                except GrammaskError as e:
+                    disagree.append(f"{p.task_id}: prompt rejected: {e}")
+                spent += time.perf_counter() - start
+                ref = cp.reference_completion(p)
+                for source, counts in ((p.prompt + ref, "whole"), (cp.assemble(p, ref), "program")):
+                    try:
+                        g = compiled.matcher(prefix=source).is_accepting()
+                    except GrammaskError:
+                        g = False
+                    q = cp.parses(p, source)
+                    if counts == "whole":
+                        whole_g, whole_p = whole_g + g, whole_p + q
+                    else:
+                        prog_g, prog_p = prog_g + g, prog_p + q
+                    if g != q:
+                        disagree.append(f"{p.task_id}: {counts}: grammar {'accepts' if g else 'rejects'}, parser "
+                                        f"{'accepts' if q else 'rejects'}")
+            n = len(problems)
+            lines.append(f"| {dataset} | {grammars.get(language, 'builtin')} | {n} | {taken} | "
+                         f"{1e3 * spent / max(n, 1):.1f} | {whole_g} / {whole_p} | {prog_g} / {prog_p} | {len(disagree)} |")
+            print(lines[-1], flush=True)
+            for d in disagree[:args.show]:
+                print("   ", d[:300])
+            failed |= bool(disagree)
+    print("\n" + "\n".join(lines))
+    return 1 if failed else 0
+
+
 def report(args: argparse.Namespace) -> int:
     log = Path(args.log)
     records = [cp.Record(**json.loads(ln)) for ln in log.read_text().splitlines() if ln.strip()]
@@ -320,11 +383,18 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--out", help="output path without suffix (default evals/results/code_syntax_<model>)")
     p.add_argument("--resume", action="store_true", help="keep the completions already in the .jsonl, do the rest")
     p.set_defaults(func=run)
+    c = sub.add_parser("check-prompts", help="the grammars against the prompts and reference programs, no model")
+    c.add_argument("--languages", nargs="+", default=["python", "go"], choices=["python", "go"])
+    c.add_argument("--grammar", action="append", default=[], metavar="LANG=PATH")
+    c.add_argument("--limit", type=int)
+    c.add_argument("--tokenizer", default=str(ROOT / "tests" / "data" / "tokenizers" / "smollm2"))
+    c.add_argument("--show", type=int, default=10, help="disagreements printed per data set")
+    c.set_defaults(func=check_prompts)
     r = sub.add_parser("report", help="the tables again from a .jsonl log")
     r.add_argument("log")
     r.set_defaults(func=report)
     argv = sys.argv[1:] if argv is None else argv
-    if not argv or argv[0] not in ("run", "report", "-h", "--help"):
+    if not argv or argv[0] not in ("run", "check-prompts", "report", "-h", "--help"):
         argv = ["run", *argv]
     args = parser.parse_args(argv)
     return args.func(args)

@@ -186,7 +186,7 @@ def test_summary_counts_reductions_and_timings():
     assert [r["condition"] for r in cp.summarize(records[::-1])] == list(cp.CONDITIONS)
     assert a["outcomes"]["syntax"] == 1 and a["outcomes"]["indentation"] == 1 and a["syntax_errors"] == 2
     assert a["parser_syntax_errors"] == 2 and a["syntax_errors_at_limit"] == 1
-    assert a["ended_by"] == {"eos": 2, "stop": 1, "max_tokens": 1}
+    assert a["ended_by"] == {"eos": 2, "stop": 1, "max_tokens": 1, "no_matcher": 0}
     assert a["pass_at_1"] == 0.25 and b["pass_at_1"] == 0.5 and c["pass_at_1"] == 0.75
     assert b["syntax_reduction"] == "50.0%" and c["syntax_reduction"] == "100.0%"
     assert c["parser_syntax_reduction"] == "100.0%"
@@ -211,11 +211,11 @@ def test_test_cases_count_asserts_and_deep_compares():
 def test_syntax_errors_by_test_case_and_problems_without_matcher():
     r1 = _record("grammar", "syntax", parse_ok=False, task="T/0")
     r1.extra["tests"] = 7
-    r2 = _record("grammar", "no_matcher", task="T/1")
+    r2 = _record("grammar", "indentation", ended_by="no_matcher", task="T/1")
     row = cp.summarize([r1, r2])[0]
-    assert row["syntax_errors_by_test_case"] == 7
-    assert row["outcomes"]["no_matcher"] == 1 and row["n"] == 2
-    assert "| 1 | 7 |" in cp.markdown([row])
+    assert row["syntax_errors_by_test_case"] == 7 + 1  # a record without a count is one test case
+    assert row["ended_by"]["no_matcher"] == 1 and row["n"] == 2 and row["syntax_errors"] == 2
+    assert "| 1 | 8 |" in cp.markdown([row])
 
 
 def test_prompt_stop_rule_checks_prompt_plus_completion_with_a_grammar():
