@@ -16,19 +16,27 @@ setting for its timings), under three conditions:
 Every condition ends a completion at a stop sequence (the next top-level ``def``/``class``/``#``/... in
 Python; the function's closing brace at column 0, or the next top-level declaration, in Go;
 ``code_programs.STOPS``). With a grammar a stop counts only where prompt + completion is a whole
-program, so what is returned still parses. Each completion
-becomes a program (prompt + completion + the data set's test, as mxeval builds it), run in a
-subprocess with a timeout (Go: ``go build`` then the binary) and classified as SynCode does: syntax or
+program, so what is returned still parses. Each completion becomes a program (prompt + completion +
+the data set's test, as mxeval builds it), run in a subprocess with a timeout (Go: ``go build`` then the binary) and classified as SynCode does: syntax or
 indentation error, other compile error, runtime error, timeout, wrong answer, pass; prompt + completion
 are also checked with ``ast.parse`` / ``gofmt -e``. Reported per data set and condition: the outcome
 counts, the syntax errors and their reduction against (a), pass@1, ms per token, mask time per token
 (and as a share of (a)'s time per token), and how outputs ended (EOS, stop sequence, token limit).
+Programs run with resource limits in a temporary directory but are not sandboxed otherwise: run the
+evaluation on a machine where model-written code may run.
+
+Timing: ``ms/token`` is each output's share of the batched forward passes; a batch runs until its
+longest output ends, so it depends on the batch. For per-sequence timings comparable across
+conditions (SynCode's Table 3: HumanEval, 200 new tokens), run with ``--batch 1`` (on HumanEval alone
+if time is short). ``check-prompts`` checks a grammar against every prompt and reference program with
+no model (run it first: a prompt the grammar rejects gets no completion).
 
 Outputs go to ``--out`` + ``.jsonl`` (one line per completion, appended as they finish; ``--resume``
 keeps them), ``.json`` (configuration, table rows, every record) and ``.md`` (the tables).
 
     python evals/code_syntax.py                                       # everything, default model
     python evals/code_syntax.py --limit 5 --conditions unconstrained  # smoke run
+    python evals/code_syntax.py --datasets humaneval_python humaneval_go --batch 1 --out evals/results/code_syntax_timing
     python evals/code_syntax.py --model gemma3-270m --datasets humaneval_python humaneval_go
     python evals/code_syntax.py --grammar go=path/to/go.lark ...      # another grammar for a language
     python evals/code_syntax.py check-prompts                        # grammars vs prompts and parsers, no model
@@ -225,8 +233,10 @@ def header(config: dict) -> str:
         f"stops: Python {cp.describe_stops('python')}; Go {cp.describe_stops('go')}. One program per problem "
         f"(SynCode counts per test case). Outcomes per problem: syntax / indentation error, other compile "
         f"error, runtime error, timeout, wrong answer, pass. 'parser' = ast.parse / gofmt -e on prompt + "
-        f"completion. ms/token: decoding time after the prompt per step (EOS included); mask ms/token: the "
-        f"time grammask adds (masks, advancing matchers, stop checks)."
+        f"completion. ms/token: decoding time after the prompt per step (EOS included), each output's share of "
+        f"the batched forward passes (a batch runs until its longest output ends, so outputs that run alone at the "
+        f"end pay more; --batch 1 gives per-sequence timings like SynCode's Table 3); mask ms/token: the time "
+        f"grammask adds (masks, advancing matchers, stop checks)."
         + "".join(f"\n\nSkipped: {s}" for s in config.get("skipped", []))
     )
 
