@@ -236,6 +236,23 @@ def _limits(memory_bytes: int, cpu_seconds: int):
     return apply
 
 
+def _run_capped(command: list[str], cwd: str, env: dict, timeout: float, memory_bytes: int) -> tuple[int, str] | None:
+    """Run a program: stdout dropped, stderr to a file (capped by RLIMIT_FSIZE, so a program that prints
+    without end cannot fill the memory), a timeout, memory and CPU limits. (exit status, stderr's last
+    64 KB), or None on timeout."""
+    err_path = Path(cwd) / "stderr.txt"
+    with err_path.open("wb") as err:
+        try:
+            done = subprocess.run(command, cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                  stderr=err, timeout=timeout, check=False,
+                                  preexec_fn=_limits(memory_bytes, int(timeout) + 1))
+        except subprocess.TimeoutExpired:
+            return None
+    with err_path.open("rb") as f:
+        f.seek(max(0, err_path.stat().st_size - 65536))
+        return done.returncode, f.read().decode("utf-8", errors="replace")
+
+
 def _tail(text: str, n: int = 300) -> str:
     lines = [ln for ln in text.strip().splitlines() if ln.strip()]
     return (lines[-1] if lines else "")[:n]
@@ -267,13 +284,10 @@ def run_python(program: str, timeout: float, memory_bytes: int = 2 << 30) -> Out
         path.write_text(program, encoding="utf-8")
         env = {"PATH": os.environ.get("PATH", ""), "PYTHONHASHSEED": "0", "PYTHONDONTWRITEBYTECODE": "1",
                "OMP_NUM_THREADS": "1", "HOME": tmp}
-        try:
-            done = subprocess.run([sys.executable, "-I", str(path)], cwd=tmp, env=env, capture_output=True, check=False,
-                                  text=True, timeout=timeout, stdin=subprocess.DEVNULL,
-                                  preexec_fn=_limits(memory_bytes, int(timeout) + 1), errors="replace")
-        except subprocess.TimeoutExpired:
-            return Outcome("timeout", f"over {timeout:g} s")
-    return classify_python_run(done.returncode, done.stderr)
+        done = _run_capped([sys.executable, "-I", str(path)], tmp, env, timeout, memory_bytes)
+    if done is None:
+        return Outcome("timeout", f"over {timeout:g} s")
+    return classify_python_run(*done)
 
 
 _GO_LEXICAL = ("syntax error", "newline in string", "not terminated", "invalid character", "illegal character",
@@ -326,13 +340,10 @@ def run_go(program: str, timeout: float, compile_timeout: float = 120.0, memory_
             return Outcome("compile", f"go build took over {compile_timeout:g} s")
         if built.returncode != 0:
             return classify_go_build(built.stderr, not gofmt_parse(program).ok)
-        try:
-            done = subprocess.run([str(Path(tmp) / "program")], cwd=tmp, env=env, capture_output=True, text=True, check=False,
-                                  timeout=timeout, stdin=subprocess.DEVNULL,
-                                  preexec_fn=_limits(memory_bytes, int(timeout) + 1), errors="replace")
-        except subprocess.TimeoutExpired:
-            return Outcome("timeout", f"over {timeout:g} s")
-    return classify_go_run(done.returncode, done.stderr)
+        done = _run_capped([str(Path(tmp) / "program")], tmp, env, timeout, memory_bytes)
+    if done is None:
+        return Outcome("timeout", f"over {timeout:g} s")
+    return classify_go_run(*done)
 
 
 def run_program(problem: Problem, completion: str, timeout: float) -> Outcome:

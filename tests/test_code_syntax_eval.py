@@ -108,6 +108,8 @@ def test_gofmt_parse():
         ("  return a + b\n    x = 1", "indentation"),
         ("    return a / 0", "runtime"),
         ("    while True:\n        pass", "timeout"),
+        ("    while True:\n        print('x' * 65536)", "timeout"),  # stdout is dropped, not kept in memory
+        ("    import sys\n    while True:\n        sys.stderr.write('x' * 65536)", "runtime"),  # stderr file capped
     ],
 )
 def test_python_outcomes(completion, outcome):
@@ -129,10 +131,11 @@ def test_python_classification_from_exit_and_stderr():
         ("\treturn a +\n", "syntax"),
         ("\tx := 1\n\treturn a + b\n}\n", "compile"),  # declared and not used
         ("\tvar s []int\n\treturn s[a]\n}\n", "runtime"),
+        ("\tfor {\n\t}\n}\n", "timeout"),
     ],
 )
 def test_go_outcomes(completion, outcome):
-    assert cp.run_program(GO, completion, timeout=10).outcome == outcome
+    assert cp.run_program(GO, completion, timeout=3).outcome == outcome
 
 
 def test_go_classification_from_messages():
