@@ -421,6 +421,8 @@ def summarize(records: Sequence[Record]) -> list[dict]:
             "steps": steps,
             "ms_per_token": 1e3 * decode / steps if steps else 0.0,
             "mask_ms_per_token": 1e3 * mask / steps if steps else 0.0,
+            # decoding + reading the prompt, each output's share: about the wall time of the condition
+            "decode_seconds_per_problem": (decode + sum(r.extra.get("prefill_seconds", 0.0) for r in rs)) / len(rs),
         })
     base = {(r["model"], r["dataset"]): r for r in rows if r["condition"] == "unconstrained"}
     for r in rows:
