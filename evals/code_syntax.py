@@ -168,8 +168,23 @@ def run_condition(model, problems: list[cp.Problem], condition: str, compiled, a
             matchers.append(StopMatcher(inner, rule, model.vocab))
         if not ready:
             continue
-        outs = Greedy().decode_many(model, [encoded[p.task_id] for p in ready], matchers,
-                                    max_tokens=args.max_new_tokens, seed=0)
+        try:
+            outs = Greedy().decode_many(model, [encoded[p.task_id] for p in ready], matchers,
+                                        max_tokens=args.max_new_tokens, seed=0)
+        except GrammaskError:  # a matcher hit a dead end (a grammar bug): find which, keep the others
+            kept = []
+            for p, rule in zip(ready, rules):
+                inner = build_matcher(condition, compiled, p, args.max_new_tokens)
+                try:
+                    out = Greedy().decode(model, encoded[p.task_id], StopMatcher(inner, rule, model.vocab),
+                                          max_tokens=args.max_new_tokens, seed=0)
+                except GrammaskError as e:
+                    print(f"  {p.task_id} {condition}: decoding failed: {type(e).__name__}: {e}", flush=True)
+                    records.append(_failed(tag, p, condition, f"decoding failed: {type(e).__name__}: {e}",
+                                           args.max_new_tokens, log, ending="error"))
+                    continue
+                kept.append((p, rule, out))
+            ready, rules, outs = [k[0] for k in kept], [k[1] for k in kept], [k[2] for k in kept]
         texts, endings = [], []
         for p, rule, out in zip(ready, rules, outs):
             data = model.vocab.decode(out.tokens)
@@ -195,11 +210,13 @@ def run_condition(model, problems: list[cp.Problem], condition: str, compiled, a
     return records
 
 
-def _failed(tag: str, p: cp.Problem, condition: str, why: str, max_new_tokens: int, log: Path) -> cp.Record:
-    """The record of a problem no matcher could start on: empty completion, its program still run."""
+def _failed(tag: str, p: cp.Problem, condition: str, why: str, max_new_tokens: int, log: Path,
+            ending: str = "no_matcher") -> cp.Record:
+    """The record of a problem no matcher could start on (or whose decoding failed): empty completion,
+    its program still run."""
     outcome = cp.run_program(p, "", 10.0)
     check = cp.parse_check(p, "")
-    r = cp.Record(tag, p.dataset, p.language, condition, p.task_id, "", "no_matcher", 0, 0, 0, 0.0, 0.0,
+    r = cp.Record(tag, p.dataset, p.language, condition, p.task_id, "", ending, 0, 0, 0, 0.0, 0.0,
                   outcome.outcome, outcome.detail, check.ok, check.kind, check.message, max_new_tokens,
                   {"tests": cp.test_cases(p), "no_matcher": why})
     with log.open("a") as f:

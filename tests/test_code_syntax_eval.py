@@ -189,7 +189,7 @@ def test_summary_counts_reductions_and_timings():
     assert [r["condition"] for r in cp.summarize(records[::-1])] == list(cp.CONDITIONS)
     assert a["outcomes"]["syntax"] == 1 and a["outcomes"]["indentation"] == 1 and a["syntax_errors"] == 2
     assert a["parser_syntax_errors"] == 2 and a["syntax_errors_at_limit"] == 1
-    assert a["ended_by"] == {"eos": 2, "stop": 1, "max_tokens": 1, "no_matcher": 0}
+    assert a["ended_by"] == {"eos": 2, "stop": 1, "max_tokens": 1, "no_matcher": 0, "error": 0}
     assert a["pass_at_1"] == 0.25 and b["pass_at_1"] == 0.5 and c["pass_at_1"] == 0.75
     assert b["syntax_reduction"] == "50.0%" and c["syntax_reduction"] == "100.0%"
     assert c["parser_syntax_reduction"] == "100.0%"
