@@ -198,3 +198,30 @@ def test_stdlib_modules_token_by_token(compiled):
         checked += 1
     assert checked >= 20
 
+
+
+class _EndsLikeCPython(PythonIndenter):
+    tab_rule = "cpython"
+
+
+@pytest.fixture(scope="module")
+def cpython_end():
+    grammar = Grammar.from_lark(LARK_PYTHON, start="file_input", postlex=_EndsLikeCPython())
+    return Compiler(get_vocab("smollm2"), cache=False).compile(grammar)
+
+
+@pytest.mark.parametrize(
+    ("text", "lark_rule", "cpython_rule"),
+    [
+        ("x = 1", False, True),  # CPython ends the last line itself
+        ("def f():\n    return 1", False, True),
+        ("x = 1\n", True, True),
+        ("if x:\n    y = 1\n   ", False, True),  # the line after the final newline is not measured
+        ("", True, True),
+        ("f(1,\n", False, False),
+    ],
+)
+def test_end_of_input_as_lark_or_cpython(compiled, cpython_end, text, lark_rule, cpython_rule):
+    assert cpython_end.grammar.indentation.eof_newline and not compiled.grammar.indentation.eof_newline
+    assert _accepts_text(compiled, text) == lark_rule == _lark_accepts(text)
+    assert _accepts_text(cpython_end, text) == cpython_rule

@@ -56,6 +56,7 @@ class IndentSpec:
     closes: frozenset[int]
     tab_len: int
     base: int
+    eof_newline: bool = False
 
     @classmethod
     def build(cls, rules: Indentation, lexer: LexerAutomaton, parser_terminals: tuple[str, ...]) -> IndentSpec:
@@ -70,6 +71,7 @@ class IndentSpec:
             closes=frozenset(index[n] for n in rules.close_brackets if n in index),
             tab_len=rules.tab_len,
             base=len(parser_terminals) + 1,
+            eof_newline=rules.eof_newline,
         )
         spec._check_any_width(lexer, rules.newline)
         return spec
@@ -133,6 +135,8 @@ class IndentRuntime:
         self._parser_term = parser_term.tolist()
         self._widths = byte_widths(spec.tab_len).tolist()
         self._real = [t for t in range(spec.base - 1) if t not in (spec.newline, spec.indent, spec.dedent)]
+        shifted = runner.tables.action[:, [spec.newline, spec.indent, spec.dedent]]
+        self._after_newline = set(shifted[shifted >= 0].tolist()) | {runner.initial[0]}
 
     def lex(self, lexstate: int, width: int, data: bytes) -> tuple[list[int], int, int] | None:
         """Lex ``data`` from (``lexstate``, current line ``width``): the parser items it completes (newlines as
@@ -165,7 +169,7 @@ class IndentRuntime:
         if term < 0:
             return None
         if term == self.spec.newline_lexer:
-            return [self.spec.base + 1 + 2 * width]
+            return [self.spec.base + 1 + 2 * (0 if self.spec.eof_newline else width)]
         pt = self._parser_term[term]
         return [pt] if pt >= 0 else []
 
@@ -237,8 +241,13 @@ class IndentRuntime:
         return False
 
     def accepts_end(self, stack: Stack, levels: tuple[int, ...], feed=None) -> bool:
-        """Whether the input may end here: one dedent per open level, then the end."""
+        """Whether the input may end here: one dedent per open level, then the end (with ``eof_newline``, a
+        newline first unless the last terminal was one, or nothing came yet)."""
         feed = feed or self.runner.feed
+        if self.spec.eof_newline and stack[0] not in self._after_newline:
+            stack = feed(stack, self.spec.newline)
+            if stack is None:
+                return False
         for _ in range(len(levels) - 1):
             stack = feed(stack, self.spec.dedent)
             if stack is None:

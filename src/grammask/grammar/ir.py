@@ -59,6 +59,9 @@ class Indentation:
     open_brackets: tuple[str, ...] = ()
     close_brackets: tuple[str, ...] = ()
     tab_len: int = 8
+    eof_newline: bool = False
+    """CPython's end of input: a newline is added when the last terminal is not one, and the line after a
+    final newline is not measured (trailing blank lines never indent)."""
 
 
 @dataclass(frozen=True)

@@ -136,6 +136,7 @@ def _indentation_of(postlex) -> Indentation:
             open_brackets=tuple(str(t) for t in postlex.OPEN_PAREN_types),
             close_brackets=tuple(str(t) for t in postlex.CLOSE_PAREN_types),
             tab_len=int(postlex.tab_len),
+            eof_newline=getattr(postlex, "tab_rule", "lark") == "cpython",
         )
     except (AttributeError, NotImplementedError, TypeError, ValueError) as e:
         raise ConfigurationError(f"postlex {type(postlex).__name__} does not define the Indenter attributes: {e}") from None
