@@ -138,6 +138,7 @@ class MatcherView:
         self.state_follow = [self.follow[f] for f in t.state_follow.tolist()]
         self._tables = t
         self._python: dict[int, list] = {}
+        self._groups: dict[int, list] = {}
         eos = np.array(sorted(engine.vocab.eos_ids), dtype=np.int64)
         self.eos_words = eos // 32
         self.eos_bits = np.left_shift(1, eos % 32).astype(np.uint32).view(np.int32)
@@ -161,6 +162,25 @@ class MatcherView:
         if found is None:
             classes, _, deps = self.state_classes[q]
             found = self._python[q] = [(*self.class_python(c), d) for c, d in zip(classes.tolist(), deps.tolist())]
+        return found
+
+    def context_groups(self, q: int, base: int) -> list[tuple[int, np.ndarray, np.ndarray, np.ndarray]]:
+        """Lexer state ``q``'s classes whose sequence starts with a context terminal (an id >= ``base``), grouped by
+        it: (that id, the classes' local indices, their class numbers, the common prefixes of their tails)."""
+        found = self._groups.get(q)
+        if found is None:
+            classes, lcp, _ = self.state_classes[q]
+            groups: dict[int, list[int]] = {}
+            for k, (seq, _, _) in enumerate(self.state_python(q)):
+                if seq and seq[0] >= base:
+                    groups.setdefault(seq[0], []).append(k)
+            found = []
+            for first, members in groups.items():
+                local = np.array(members, dtype=np.int64)
+                tail_lcp = np.maximum(lcp[local].astype(np.int64) - 1, 0)
+                tail_lcp[0] = 0
+                found.append((first, local, classes[local], tail_lcp))
+            self._groups[q] = found
         return found
 
     def dep_words(self, d: int) -> tuple[np.ndarray, np.ndarray]:

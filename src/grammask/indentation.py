@@ -27,9 +27,11 @@ from grammask.errors import GrammarError
 from grammask.grammar.ir import Indentation
 from grammask.parser.stack import LRRunner, Stack
 
-# (indentation levels, bracket depth, width of the pending lexeme's current line)
+# (indentation levels, bracket depth, width of the pending lexeme's current line: NO_BREAK before its first
+# line break, which only a newline lexeme made of a comment alone can lack, at the end of input)
 Context = tuple[tuple[int, ...], int, int]
-START: Context = ((0,), 0, 0)
+NO_BREAK = -1
+START: Context = ((0,), 0, NO_BREAK)
 
 
 def byte_widths(tab_len: int) -> np.ndarray:
@@ -155,9 +157,12 @@ class IndentRuntime:
                     items.append(spec.base + 1 + 2 * width)
                 elif parser_term[term] >= 0:
                     items.append(parser_term[term])
-                width = 0
+                width = NO_BREAK
             step = widths[b]
-            width = 0 if step < 0 else width + step
+            if step < 0:
+                width = 0
+            elif width != NO_BREAK:
+                width += step
             lexstate = nxt
         return items, lexstate, width
 
@@ -169,7 +174,10 @@ class IndentRuntime:
         if term < 0:
             return None
         if term == self.spec.newline_lexer:
-            return [self.spec.base + 1 + 2 * (0 if self.spec.eof_newline else width)]
+            if self.spec.eof_newline:
+                return [self.spec.base + 1]
+            # Lark's Indenter measures the text after the lexeme's last line break; with none it fails.
+            return None if width == NO_BREAK else [self.spec.base + 1 + 2 * width]
         pt = self._parser_term[term]
         return [pt] if pt >= 0 else []
 
@@ -193,7 +201,7 @@ class IndentRuntime:
         if depth > 0:
             return stack, levels, depth
         offset = item - spec.base - 1
-        width = offset // 2 + (carry if offset % 2 else 0)
+        width = offset // 2 + (max(carry, 0) if offset % 2 else 0)
         stack = feed(stack, spec.newline)
         if stack is None:
             return None
@@ -287,21 +295,30 @@ class ClassCheck:
             hit = self._feeds[key] = (stack, self._rt.runner.feed(stack, terminal))
         return hit[1]
 
+    def _next(self, s: int, item: int) -> int:
+        """The state after feeding ``item`` in state ``s`` (an index of ``_states``), -1 if rejected."""
+        nxt = self._steps.get((s, item))
+        if nxt is None:
+            fed = self._rt.feed(*self._states[s], item, self._carry, self._feed)
+            nxt = -1
+            if fed is not None:
+                nxt = len(self._states)
+                self._states.append(fed)
+            self._steps[(s, item)] = nxt
+        return nxt
+
+    def step(self, item: int) -> tuple | None:
+        """``(stack, levels, depth)`` after feeding ``item`` first, None if it is rejected."""
+        nxt = self._next(0, item)
+        return None if nxt < 0 else self._states[nxt]
+
     def accepts(self, seq: tuple[int, ...], follow: tuple[tuple[int, ...], bool]) -> bool:
         """Whether the class (items ``seq``, then a pending lexeme with ``follow``) is accepted."""
         s = 0
         for item in seq:
-            nxt = self._steps.get((s, item))
-            if nxt is None:
-                fed = self._rt.feed(*self._states[s], item, self._carry, self._feed)
-                nxt = -1
-                if fed is not None:
-                    nxt = len(self._states)
-                    self._states.append(fed)
-                self._steps[(s, item)] = nxt
-            if nxt < 0:
+            s = self._next(s, item)
+            if s < 0:
                 return False
-            s = nxt
         key = (s, follow[0], follow[1])
         ok = self._follows.get(key)
         if ok is None:

@@ -28,7 +28,13 @@ from grammask.errors import (
 )
 from grammask.indentation import START as INDENT_START
 from grammask.indentation import ClassCheck
-from grammask.parser.kernels import add_marked_classes, or_class_tokens
+from grammask.parser.kernels import (
+    ALWAYS,
+    UNKNOWN,
+    add_marked_classes,
+    check_class_tails,
+    or_class_tokens,
+)
 
 if TYPE_CHECKING:
     from grammask.compiled import CompiledGrammar
@@ -223,16 +229,44 @@ class Matcher:
         """OR in the lexer state's classes ``unknown`` (indices the compiled check left open) the real stack accepts."""
         rt = self._rt
         classes = rt.state_python(self._lexstate)
-        check = None if self._indenter is None else ClassCheck(self._indenter, stack, self._post)
+        if self._indenter is not None:
+            self._add_context_classes(row, stack, unknown)
+            return
         taken = []
         for k in unknown.tolist():
             seq, follow, dep = classes[k]
-            if check is not None:
-                accepted = check.accepts(seq, follow)
-            else:
-                after = self._runner.feed_all(stack, seq)
-                accepted = after is not None and self._follow_ok(after, None, follow)
-            if accepted:
+            after = self._runner.feed_all(stack, seq)
+            if after is not None and self._follow_ok(after, None, follow):
+                taken.append(dep)
+        if taken:
+            or_class_tokens(row, *rt.dep_bits, np.array(taken, dtype=np.int64))
+
+    def _add_context_classes(self, row: np.ndarray, stack, unknown: np.ndarray) -> None:
+        """:meth:`_add_unknown_classes` with indentation: the classes that start with a newline are decided per
+        newline (the matcher feeds it with its context, the compiled check takes the rest of each sequence);
+        the others, and what the compiled check leaves open, one by one."""
+        rt = self._rt
+        classes = rt.state_python(self._lexstate)
+        check = ClassCheck(self._indenter, stack, self._post)
+        todo = np.zeros(len(classes), dtype=bool)
+        todo[unknown] = True
+        taken = []
+        for first, local, ranks, tail_lcp in rt.context_groups(self._lexstate, self._indenter.spec.base):
+            if not todo[local].any():
+                continue
+            todo[local] = False
+            fed = check.step(first)
+            if fed is None:
+                continue
+            verdicts = np.empty(len(local), dtype=np.int8)
+            check_class_tails(*rt.lr, _top_states(fed[0], _STACK_VIEW), ranks, tail_lcp, *rt.class_tables, verdicts)
+            for k, v in zip(local.tolist(), verdicts.tolist(), strict=True):
+                seq, follow, dep = classes[k]
+                if v == ALWAYS or (v == UNKNOWN and check.accepts(seq, follow)):
+                    taken.append(dep)
+        for k in np.flatnonzero(todo).tolist():
+            seq, follow, dep = classes[k]
+            if check.accepts(seq, follow):
                 taken.append(dep)
         if taken:
             or_class_tokens(row, *rt.dep_bits, np.array(taken, dtype=np.int64))

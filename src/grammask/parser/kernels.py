@@ -64,11 +64,27 @@ def check_classes(action, goto, rule_len, rule_lhs, stack, classes, lcp, seq_ptr
     class ``k - 1``: the simulation of that prefix is reused (the classes form a trie), and a
     prefix that already failed fails every class under it.
     """
+    _check_from(action, goto, rule_len, rule_lhs, stack, classes, lcp, seq_ptr, seq_terms, class_follow,
+                follow_ptr, follow_terms, follow_any, out, 0)
+
+
+@nb.njit(cache=True)
+def check_class_tails(action, goto, rule_len, rule_lhs, stack, classes, lcp, seq_ptr, seq_terms, class_follow,
+                      follow_ptr, follow_terms, follow_any, out):
+    """:func:`check_classes` for the classes' sequences without their first terminal (``lcp`` between the tails):
+    the matcher feeds that first one itself (a context terminal, see :mod:`grammask.indentation`)."""
+    _check_from(action, goto, rule_len, rule_lhs, stack, classes, lcp, seq_ptr, seq_terms, class_follow,
+                follow_ptr, follow_terms, follow_any, out, 1)
+
+
+@nb.njit(cache=True, inline="always")
+def _check_from(action, goto, rule_len, rule_lhs, stack, classes, lcp, seq_ptr, seq_terms, class_follow,
+                follow_ptr, follow_terms, follow_any, out, offset):
     depth = len(stack)
     max_len = 1
     for k in range(len(classes)):
         c = classes[k]
-        max_len = max(max_len, seq_ptr[c + 1] - seq_ptr[c] + 1)
+        max_len = max(max_len, seq_ptr[c + 1] - seq_ptr[c] - offset + 1)
     snap = np.empty((max_len, _SCRATCH), dtype=np.int32)
     snap_real = np.empty(max_len, dtype=np.int64)
     snap_n = np.empty(max_len, dtype=np.int64)
@@ -88,7 +104,7 @@ def check_classes(action, goto, rule_len, rule_lhs, stack, classes, lcp, seq_ptr
     n_scratch = 0
     for k in range(len(classes)):
         c = classes[k]
-        start = seq_ptr[c]
+        start = seq_ptr[c] + offset
         length = seq_ptr[c + 1] - start
         shared = lcp[k]
         if failed_at <= shared:
