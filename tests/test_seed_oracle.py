@@ -1,0 +1,71 @@
+"""Exact masks on the seeds' benchmark grammars (SynCode's Go and Java, as the GreatGramma paper uses them):
+``fill_mask`` equals the brute-force oracle (tests/oracle.py) at prefixes of real programs those grammars accept.
+
+CI checks a slice; ``pytest -m slow tests/test_seed_oracle.py`` checks 1,000 prefixes per grammar.
+"""
+
+from __future__ import annotations
+
+import random
+from pathlib import Path
+
+import numpy as np
+import pytest
+from conftest import get_vocab
+from oracle import MaskOracle
+
+from grammask import Compiler, Grammar
+from grammask.automata.lexer import build_lexer
+from grammask.bitmask import allocate_bitmask, bitmask_to_bool
+
+ROOT = Path(__file__).resolve().parents[1]
+SYNCODE = ROOT.parent / "shared" / "data" / "syncode-grammars"
+PROGRAMS = ROOT / "bench" / "data" / "seeds"
+SUFFIX = {"go": "*.go", "java": "*.java"}
+
+
+def _setup(name: str):
+    path = SYNCODE / f"{name}.lark"
+    if not path.exists():
+        pytest.skip(f"SynCode's grammars are not at {SYNCODE}")
+    text = path.read_text()
+    grammar = Grammar.from_lark(text, name=f"syncode-{name}")
+    vocab = get_vocab("smollm2")
+    compiled = Compiler(vocab, cache=False).compile(grammar)
+    return text, grammar, vocab, compiled
+
+
+def _check(name: str, n_prefixes: int, seed: int) -> int:
+    text, grammar, vocab, compiled = _setup(name)
+    oracle = MaskOracle(text, build_lexer(grammar), vocab)
+    row = allocate_bitmask(1, vocab.n_logits)[0]
+    programs = sorted(PROGRAMS.joinpath(name).glob(SUFFIX[name]))
+    rng = random.Random(seed)
+    checked = 0
+    for i, path in enumerate(programs):
+        ids = vocab.encode(path.read_text())
+        share = (n_prefixes - checked) // (len(programs) - i)
+        matcher = compiled.matcher()
+        done = 0
+        for cut in sorted(rng.sample(range(len(ids) + 1), min(share, len(ids) + 1))):
+            for t in ids[done:cut]:
+                matcher.advance(t)
+            done = cut
+            matcher.fill_mask(row)
+            got = bitmask_to_bool(row, vocab.n_logits)
+            want = oracle.mask(vocab.decode(ids[:cut]))
+            diff = np.flatnonzero(got != want)[:5].tolist()
+            assert not diff, (path.name, vocab.decode(ids[:cut])[-60:], [(vocab.tokens[t], bool(want[t])) for t in diff])
+            checked += 1
+    return checked
+
+
+@pytest.mark.parametrize("name", ["go", "java"])
+def test_masks_equal_oracle(name):
+    assert _check(name, n_prefixes=10, seed=1) == 10
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", ["go", "java"])
+def test_masks_equal_oracle_many(name):
+    assert _check(name, n_prefixes=1000, seed=2) == 1000
