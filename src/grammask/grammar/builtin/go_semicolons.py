@@ -52,6 +52,7 @@ class GoSemicolons(PostLex):
             "RUNE",
             "STRING",
             "RAW_STRING",
+            "IMPORT_PATH",
             "BREAK",
             "CONTINUE",
             "FALLTHROUGH",
