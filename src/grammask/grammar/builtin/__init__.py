@@ -20,8 +20,14 @@ POSTLEX_BUILTINS = {"go": "grammask.grammar.builtin.go_semicolons:GoSemicolons"}
 def builtin_source(name: str) -> str:
     """The Lark source text of a built-in grammar (``go`` included); raises :class:`~grammask.errors.GrammarError` for other names."""
     if name not in BUILTIN_NAMES and name not in POSTLEX_BUILTINS:
-        raise GrammarError(f"no built-in grammar named '{name}'; choose one of: {', '.join(BUILTIN_NAMES)}")
-    return resources.files(__package__).joinpath(f"{name}.lark").read_text(encoding="utf-8")
+        raise GrammarError(
+            f"no built-in grammar named '{name}'; choose one of: {', '.join(BUILTIN_NAMES)}"
+        )
+    return (
+        resources.files(__package__)
+        .joinpath(f"{name}.lark")
+        .read_text(encoding="utf-8")
+    )
 
 
 def load_builtin(name: str) -> Grammar:

@@ -65,7 +65,12 @@ class GoSemicolons(PostLex):
         }
     )
     insert_at_eof: bool = True
-    always_accept: tuple[str, ...] = ("_NL", "_ML_COMMENT", "_BAD_NUMBER", "_BAD_COMMENT")
+    always_accept: tuple[str, ...] = (
+        "_NL",
+        "_ML_COMMENT",
+        "_BAD_NUMBER",
+        "_BAD_COMMENT",
+    )
 
     def process(self, stream: Iterator[Token]) -> Iterator[Token]:
         armed = False
