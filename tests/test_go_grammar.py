@@ -977,3 +977,20 @@ def test_200_stdlib_files_are_accepted(go_lark, munch):
 @pytest.mark.slow
 def test_1000_mutated_stdlib_files_agree_with_gofmt(go_lark, munch):
     _mutants_agree(go_lark, munch, SLOW_FILES, SLOW_MUTANTS, seed=1)
+
+
+@needs_go
+def test_unicode_classes_are_gos():
+    """The letter, digit and import-path classes of go.lark are what Go's unicode tables say."""
+    script = Path(__file__).resolve().parents[1] / "scripts" / "go_unicode_classes.go"
+    out = subprocess.run(
+        [GO, "run", str(script)], capture_output=True, text=True, check=True
+    ).stdout.split("\n")
+    letters, digits, paths = out[:3]
+    text = builtin_source("go")
+    assert f"_LETTER: /[a-zA-Z_{letters}]/" in text
+    assert f"_UDIGIT: /[0-9{digits}]/" in text
+    assert (
+        f'IMPORT_PATH.2: /"[+\\-.\\/0-9@A-Z_a-z~{paths}]+"|`[+\\-.\\/0-9@A-Z_a-z~{paths}]+`/'
+        in text
+    )
