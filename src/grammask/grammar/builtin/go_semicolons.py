@@ -26,6 +26,14 @@ Every terminal of the grammar that the parser never sees is in ``always_accept``
 terminals named there although no rule uses them): the newline types, and ``_BAD_*`` terminals that
 exist only to make erroneous lexemes one token; they reach the parser and are rejected there.
 
+For an LR engine the bit needs no storage: every token passed to the parser is shifted at once, so
+``armed`` is whether the accessing symbol of the state on top of the stack (the terminal it was
+entered by) is in ``trigger_types`` (the initial state is not armed). A newline terminal then acts as
+SEMICOLON in armed states and as an ignored terminal elsewhere; a mask allows a pending lexeme that
+can still become a newline terminal iff the top state is not armed or the parser accepts
+SEMICOLON; end of input is allowed iff the parser accepts the end after SEMICOLON (armed) or
+directly (not armed).
+
 Equivalence with go/scanner: the scanner inserts the semicolon at the first newline (or at a
 comment that contains or is followed on its line by one, which ends the line the same way) after a
 trigger token, or at EOF; it never inserts more than one per line, and a token on the same line
