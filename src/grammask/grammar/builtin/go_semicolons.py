@@ -20,11 +20,12 @@ without running this code (the class attributes below are the whole configuratio
   and set ``armed`` false; otherwise emit nothing.
 * Any other token: emit it unchanged; ``armed`` becomes whether its type is in ``trigger_types``.
   An explicit ``;`` is such a token (SEMICOLON is not a trigger), so ``x;\\n`` gives one semicolon.
-* At the end of input: if ``armed``, emit one ``semicolon_type`` token before the end.
+* At the end of input (``insert_at_eof``): if ``armed``, emit one ``semicolon_type`` token before
+  the end.
 
-Every terminal of the grammar that the parser never sees is in ``always_accept`` (Lark keeps
-terminals named there although no rule uses them): the newline types, and ``_BAD_*`` terminals that
-exist only to make erroneous lexemes one token; they reach the parser and are rejected there.
+``always_accept`` names the terminals no rule uses, which Lark (and an engine) must still lex: the
+newline types, which the postlex consumes, and the ``_BAD_*`` terminals, which exist only to make
+erroneous lexemes one token; those reach the parser and are rejected there.
 
 For an LR engine the bit needs no storage: every token passed to the parser is shifted at once, so
 ``armed`` is whether the accessing symbol of the state on top of the stack (the terminal it was
