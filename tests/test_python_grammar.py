@@ -36,7 +36,11 @@ from python_cases import TARGETED
 import grammask
 from grammask.automata.lexer import build_lexer
 from grammask.grammar.builtin import POSTLEX_BUILTINS, builtin_source
-from grammask.grammar.builtin.python_indent import CPythonIndenter, PythonIndentationError, measure
+from grammask.grammar.builtin.python_indent import (
+    CPythonIndenter,
+    PythonIndentationError,
+    measure,
+)
 
 FILES_SEED = 0
 MUTATION_SEED = 1

@@ -66,8 +66,8 @@ class CPythonIndenter(Indenter):
     """
 
     NL_type = "_NEWLINE"
-    OPEN_PAREN_types = ["LPAR", "LSQB", "LBRACE"]
-    CLOSE_PAREN_types = ["RPAR", "RSQB", "RBRACE"]
+    OPEN_PAREN_types = ("LPAR", "LSQB", "LBRACE")
+    CLOSE_PAREN_types = ("RPAR", "RSQB", "RBRACE")
     INDENT_type = "_INDENT"
     DEDENT_type = "_DEDENT"
     tab_len = TAB_SIZE
