@@ -841,4 +841,11 @@ TARGETED = [
     'match (a, *b):\n    case 1:\n        pass\n',
     'match (*a,):\n    case 1:\n        pass\n',
     'match (x for x in y):\n    case 1:\n        pass\n',
+    'with (\n  a(x),\n  b() as c,\n  d(c),\n): pass\n',
+    'with (a, b as c, *d): pass\n',
+    'with (a, b as c, d, e as f, g,): pass\n',
+    'with (a, b as c, d := 1): pass\n',
+    'with (a, (b, *c) as d): pass\n',
+    'with (a, b as c) as d: pass\n',
+    'with (a as b).c: pass\n',
 ]

@@ -61,8 +61,9 @@ KNOWN_DIFFERENCES = {
     "match (yield x):\n    case 1:\n        pass\n": "`match (...)` subject checked as call arguments",
     "match [a:b]:\n    case 1:\n        pass\n": "`match [...]` subject checked as a subscript",
     "match [x for x in y]:\n    case 1:\n        pass\n": "`match [...]` subject checked as a subscript",
-    # parenthesised with items
-    "with (a, b as c): pass\n": "parenthesised with-items whose first item has no `as`",
+    # parenthesised with-items: those before the first `as` are read as tuple elements
+    "with (*a, b as c): pass\n": "starred item before the first `as` in parenthesised with-items",
+    "with (a := 1, b as c): pass\n": "walrus item before the first `as` in parenthesised with-items",
     # f-strings: lexed exactly (as CPython 3.11's tokenizer does), replacement fields not parsed
     "x = f'{'\n": "f-string replacement field not checked",
     "x = f'}'\n": "f-string replacement field not checked",
