@@ -52,8 +52,7 @@ KNOWN_DIFFERENCES = {
     # match statements: an LALR(1) parser must decide after `match` and one token whether a
     # statement is a match statement (see the top of python.lark)
     "match *x, y:\n    case a:\n        pass\n": "match subject starting with `*` (read as `match * x`)",
-    "match -x:\n    case 1:\n        pass\n": "match subject starting with `-` (read as `match - x`)",
-    "match not x:\n    case 1:\n        pass\n": "match subject starting with `not` (read as `match not in`)",
+    "match -x, y := 1:\n    case 1:\n        pass\n": "walrus item after a `match -x` subject's comma",
     "match (x).y:\n    case 1:\n        pass\n": "bracketed match subject followed by more (read as a call)",
     "match [x][0]:\n    case 1:\n        pass\n": "bracketed match subject followed by more (read as a subscript)",
     "match (a) + 1:\n    case 1:\n        pass\n": "bracketed match subject followed by more (read as a call)",
@@ -237,15 +236,19 @@ def lark_tokens(text: str) -> list[str] | None:
 # ------------------------------------------------------------------ the grammar itself
 
 
-def test_grammar_loads_with_two_shift_reduce_conflicts_resolved_as_python_means():
+def test_grammar_loads_with_shift_reduce_conflicts_resolved_as_python_means():
     python_lark()
-    with pytest.raises(LarkGrammarError, match="Shift/Reduce conflict for terminal COLON"):
+    with pytest.raises(LarkGrammarError, match="Shift/Reduce conflict for terminal (COLON|MINUS|PLUS|NOT)"):
         Lark(builtin_source("python"), parser="lalr", lexer="basic", postlex=CPythonIndenter(), strict=True)
-    # the conflict is `match[x]` followed by `:` at the start of a statement: shifting leads to the
-    # rules that read either a match statement or an annotated assignment
+    # the conflicts are after `match` at the start of a statement (`:` after `match[x]`; `-`, `+`,
+    # `not` after `match`): shifting leads to rules that read both meanings
     parser = python_lark()
-    assert lark_accepts(parser, "match[x]: int = 1\n") and cpython_accepts("match[x]: int = 1\n")
-    assert lark_accepts(parser, "match [x]:\n    case 1: pass\n")
+    for text in (
+        "match[x]: int = 1\n", "match [x]:\n    case 1: pass\n",
+        "match - x\n", "match -x:\n    case 1: pass\n", "match + x, y\n", "match +x, y:\n    case 1: pass\n",
+        "match not in x\n", "match not x:\n    case 1: pass\n",
+    ):
+        assert lark_accepts(parser, text) and cpython_accepts(text), text
 
 
 def test_grammask_loads_the_grammar_text():
