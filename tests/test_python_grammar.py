@@ -73,7 +73,8 @@ KNOWN_DIFFERENCES = {
     "x = f'{x!r }'\n": "f-string conversion not checked",
     "x = f'{x! r}'\n": "f-string conversion not checked",
     "x = f'{a:\\n}'\n": "f-string field: a backslash is rejected anywhere in a field (CPython allows one in the spec)",
-    "x = f\"{'{'}\"\n": "f-string field: a brace inside a string inside a field is rejected",
+    "x = f'{x:\"<10}'\n": "f-string field: a lone quote of the other kind (a fill character) is rejected",
+    "x = f'{10:#{3 != {4:5} and width}x}'\n": "f-string field: braces nested two deep (a dict in a nested field)",
     "x = f'''{'''\n": "triple-quoted f-strings are checked lexically only",
     # lexical
     "x€ = 1\n": "any non-ASCII character is accepted in a name (CPython: XID_Start/XID_Continue)",
