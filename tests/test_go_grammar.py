@@ -321,15 +321,16 @@ def test_postlex_configuration_names_the_grammar_terminals(go_lark, go_ir):
 def test_go_is_a_postlex_builtin():
     assert "go" in POSTLEX_BUILTINS
     assert builtin_source("go").startswith("// Go 1.19")
-    with pytest.raises(grammask.GrammarError, match="GoSemicolons"):
-        grammask.Grammar.builtin("go")
+    rules = grammask.Grammar.builtin("go").semicolons
+    assert rules.newlines == GoSemicolons.nl_types and rules.semicolon == GoSemicolons.semicolon_type
+    assert set(rules.triggers) == set(GoSemicolons.trigger_types) and rules.at_end
 
 
 def test_grammar_size_and_conflicts(go_ir):
     """grammask's own front end builds the grammar; its conflicts are the documented ones, resolved as Go does."""
     assert len(go_ir.terminals) == 86
     with pytest.warns(UserWarning, match="11 LALR"):
-        _, tables, _ = build_front(go_ir)
+        tables = build_front(go_ir).tables
     shifts = [n for n in tables.notes if n.startswith("shift/reduce")]
     priorities = [n for n in tables.notes if n.startswith("reduce/reduce")]
     assert len(shifts) == 5 and len(priorities) == 6
