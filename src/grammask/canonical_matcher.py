@@ -12,10 +12,13 @@ pair (a complete match that the relation may end on) is reachable, so a canonica
 reaches a dead end. The product is explored lazily: a depth-first search per pair, tokens in order of the
 bytes left to a match, remembered once decided. A search that would expand more than ``search_limit``
 pairs, or goes 400 tokens deep, gives up and keeps the token (counted in ``undecided``), which only happens for languages whose
-canonical tokenizations never settle (long runs inside one pre-token).
+canonical tokenizations never settle (long runs inside one pre-token); so does a mask with more than
+``mask_searches`` tokens to search from (a wide character class before a required suffix), for time.
 
-Other grammars get the mask AND the relation without that guarantee: a token may be allowed after which
-every way on the grammar allows is non-canonical (tests measure how often on JSON and C).
+Other grammars get the mask AND the relation, less the tokens :class:`ForcedTextCheck` finds dead (a
+keyword left unfinished that only non-canonical tokens could finish), without a full guarantee: a token
+may still be allowed after which every way on the grammar allows is non-canonical (tests measure how
+often on JSON and C).
 """
 
 from __future__ import annotations
@@ -28,7 +31,12 @@ import numpy as np
 
 from grammask.bitmask import bitmask_words, bool_to_bitmask
 from grammask.canonical import NOT_CANONICAL, CanonicalRelation
-from grammask.errors import CanonicalError, MatcherStateError, TokenOutOfRangeError, TokenRejectedError
+from grammask.errors import (
+    CanonicalError,
+    MatcherStateError,
+    TokenOutOfRangeError,
+    TokenRejectedError,
+)
 from grammask.matcher import Matcher
 from grammask.spanner import SequenceTable, walk_alive
 
@@ -36,6 +44,10 @@ if TYPE_CHECKING:
     from grammask.compiled import CompiledGrammar
 
 _REMEMBERED_MASKS = 4096
+# With a product, a mask of at most this many grammar tokens is checked token by token (``step``) rather
+# than ANDed with the relation's whole allowed set, which a new relation state pays for once.
+_FEW_TOKENS = 4096
+_FEW_STEPS = 64
 _MAX_DEPTH = 400  # product pairs on one search path (Python recursion)
 
 
@@ -48,10 +60,14 @@ class RegexProduct:
 
     ``alive(q, r)``: whether from lexer state ``q`` and relation state ``r`` some token sequence reaches a
     complete match the relation may end on. ``restrict(row, q, r)`` clears the tokens of a mask row that
-    lead to dead pairs. ``pairs`` counts the pairs decided so far, ``undecided`` the searches given up.
+    lead to dead pairs. ``pairs`` counts the pairs decided so far, ``undecided`` the searches given up and
+    the tokens kept unsearched: one mask searches from at most ``mask_searches`` tokens (those that do not
+    end a match the relation may end on; a step and a search cost about a millisecond each), and keeps the
+    others where the relation allows them.
     """
 
-    def __init__(self, compiled: CompiledGrammar, relation: CanonicalRelation, search_limit: int = 20_000):
+    def __init__(self, compiled: CompiledGrammar, relation: CanonicalRelation, search_limit: int = 20_000,
+                 mask_searches: int = 64):
         engine = compiled._engine
         self._lexer = engine.lexer
         self._engine = engine
@@ -63,6 +79,7 @@ class RegexProduct:
         self._alive: dict[tuple[int, int], bool] = {}
         self._masks: OrderedDict[tuple[int, int], np.ndarray] = OrderedDict()
         self.undecided = 0
+        self.mask_searches = mask_searches
 
     @staticmethod
     def applies(compiled: CompiledGrammar) -> bool:
@@ -82,14 +99,31 @@ class RegexProduct:
         return bool(done) and self._relation.can_end(r)
 
     def restrict(self, row: np.ndarray, q: int, r: int) -> None:
-        """Clears, in a mask row already restricted to the grammar and the relation, the tokens that lead to dead pairs."""
+        """Clears, in a grammar mask row (maybe already ANDed with the relation), the tokens that are not canonical
+        steps from ``r`` or lead to dead pairs."""
         key = (q, r)
         keep = self._masks.get(key)
         if keep is None:
             bits = np.unpackbits(row.view(np.uint8), bitorder="little").astype(bool)
+            candidates = np.flatnonzero(bits).tolist()
+            ends = np.zeros(0, dtype=np.uint8)
+            if len(candidates) > _FEW_STEPS:  # the relation's answer for every token beats many steps
+                ends = np.unpackbits(self._relation.ending_words(r).view(np.uint8), bitorder="little")
             _, targets = self.successors(q)
-            for t in np.flatnonzero(bits).tolist():
+            matched = self._lexer.accept
+            searches = self.mask_searches
+            canonical = None
+            for t in candidates:
                 q2 = targets.get(t)  # None only for EOS, which the caller sets itself
+                if q2 is not None and matched[q2] >= 0 and t < len(ends) and ends[t]:
+                    continue  # a complete match the relation may end on
+                if q2 is not None and searches <= 0 and t < len(ends):
+                    self.undecided += 1  # past this mask's searches: kept when the relation allows it
+                    if canonical is None:
+                        canonical = np.unpackbits(self._relation.allowed_words(r).view(np.uint8), bitorder="little")
+                    bits[t] = canonical[t]
+                    continue
+                searches -= 1
                 r2 = NOT_CANONICAL if q2 is None else self._relation.step(r, t)
                 bits[t] = r2 != NOT_CANONICAL and self.alive(q2, r2)
             keep = bool_to_bitmask(bits)[: row.shape[-1]]
@@ -166,6 +200,75 @@ class RegexProduct:
         return False, low
 
 
+class ForcedTextCheck:
+    """For any grammar: the tokens after which the lexer allows only tokens that are no canonical step.
+
+    After token ``t`` the pending lexeme may be no complete terminal and let only a few tokens go on (at
+    most ``few`` for the lexer: ``" fals"`` in JSON, then ``e`` or what starts with it). For such tokens of a
+    mask, ``restrict`` asks the grammar matcher which tokens it allows after ``t``; if none is a canonical
+    step, ``t`` is a dead end and is cleared. Sound (it clears only dead ends) but not complete: dead ends
+    further away (an unfinished string that only a non-canonical token could close, say) stay.
+    ``cleared`` counts the tokens found dead.
+    """
+
+    def __init__(self, compiled: CompiledGrammar, relation: CanonicalRelation, few: int = 64):
+        engine = compiled._engine
+        self._engine = engine
+        self._relation = relation
+        self._few = few
+        self._n = len(compiled.vocab.tokens)
+        self._ends: dict[int, np.ndarray] = {}
+        self._next_tokens: dict[int, list[int] | None] = {}
+        self._narrow_from: dict[int, list[int]] = {}
+        self.cleared = 0
+
+    def restrict(self, row: np.ndarray, matcher: Matcher, r: int) -> None:
+        """Clears, in a mask row of ``matcher`` at relation state ``r``, the tokens found to be dead ends."""
+        for t in self._narrow_after(matcher.lexer_state):
+            if not row[t >> 5] >> (t & 31) & 1:
+                continue
+            after = self._relation.step(r, t)
+            if after == NOT_CANONICAL:
+                continue
+            probe = matcher.fork()
+            probe.advance(t)
+            if all(self._relation.step(after, u) == NOT_CANONICAL for u in probe.allowed_tokens().tolist()):
+                row[t >> 5] &= ~np.int32(np.uint32(1 << (t & 31)).view(np.int32))
+                self.cleared += 1
+
+    def _narrow_after(self, q: int) -> list[int]:
+        """The tokens after which, from lexer state ``q``, the lexer lets only a few tokens follow (see :meth:`_narrow`)."""
+        found = self._narrow_from.get(q)
+        if found is None:
+            ends = self._end_states(q)
+            found = [t for t in np.flatnonzero(ends >= 0).tolist() if self._narrow(int(ends[t])) is not None]
+            self._narrow_from[q] = found
+        return found
+
+    def _narrow(self, q: int) -> list[int] | None:
+        """The tokens the lexer lets follow a pending lexeme in state ``q`` when they are few and the lexeme cannot
+        end there; else None."""
+        if q not in self._next_tokens:
+            found = None
+            if self._engine.lexer.accept[q] < 0:
+                ids = np.flatnonzero(self._end_states(q) >= 0)
+                found = ids.tolist() if len(ids) <= self._few else None
+            self._next_tokens[q] = found
+        return self._next_tokens[q]
+
+    def _end_states(self, q: int) -> np.ndarray:
+        """Per token id: the lexer state after it from ``q`` (-1 where the lexer rejects it)."""
+        found = self._ends.get(q)
+        if found is None:
+            lexer, trie = self._engine.lexer, self._engine.trie
+            entries, _, end = walk_alive(trie, lexer.trans, lexer.accept, self._engine.parser_term, q,
+                                         SequenceTable(max(1, len(lexer.terminals))))
+            found = np.full(self._n, -1, dtype=np.int64)
+            found[trie.token_ids[entries]] = end
+            self._ends[q] = found
+        return found
+
+
 def _distance_to_accept(trans: np.ndarray, accept: np.ndarray) -> np.ndarray:
     """Per lexer state: the fewest bytes to an accepting state (a large number where there is none)."""
     n = trans.shape[0]
@@ -185,6 +288,11 @@ def _distance_to_accept(trans: np.ndarray, accept: np.ndarray) -> np.ndarray:
     return dist
 
 
+def _popcount(row: np.ndarray) -> int:
+    """Set bits in a mask row."""
+    return int(np.unpackbits(row.view(np.uint8)).sum())
+
+
 class CanonicalMatcher:
     """A grammar matcher whose masks also keep the token sequence the tokenizer's own encoding of its text.
 
@@ -194,15 +302,17 @@ class CanonicalMatcher:
     ``compiled.matcher(canonical=True)``; the operations are those of :class:`~grammask.matcher.Matcher`.
     """
 
-    __slots__ = ("_eos", "_history", "_lexstate", "_matcher", "_product", "_relation", "_state", "compiled")
+    __slots__ = ("_eos", "_forced", "_history", "_lexstate", "_matcher", "_product", "_relation", "_state", "compiled")
 
-    def __init__(self, compiled: CompiledGrammar, relation: CanonicalRelation, product: RegexProduct | None):
+    def __init__(self, compiled: CompiledGrammar, relation: CanonicalRelation, product: RegexProduct | None,
+                 forced: ForcedTextCheck | None = None):
         """A canonical matcher at the start of a document; use ``compiled.matcher(canonical=True)`` (which documents
         what it raises)."""
         self.compiled = compiled
         self._matcher = Matcher(compiled)
         self._relation = relation
         self._product = product
+        self._forced = forced
         self._state = relation.start_state()
         self._lexstate = 0  # the regex's lexer state (with a product only)
         self._history: list[tuple[int, int]] = []
@@ -246,12 +356,15 @@ class CanonicalMatcher:
             return
         eos = [t for t in self._eos if row[t >> 5] >> (t & 31) & 1]
         with self._relation.lock:
-            allowed = self._relation.allowed_words(self._state)
-            n = min(len(allowed), row.shape[-1])
-            row[:n] &= allowed[:n]
-            row[n:] = 0
+            if self._product is None or _popcount(row) > _FEW_TOKENS:
+                allowed = self._relation.allowed_words(self._state)
+                n = min(len(allowed), row.shape[-1])
+                row[:n] &= allowed[:n]
+                row[n:] = 0
             if self._product is not None:
                 self._product.restrict(row, self._lexstate, self._state)
+            elif self._forced is not None:
+                self._forced.restrict(row, self._matcher, self._state)
             if eos and self._relation.can_end(self._state):
                 for t in eos:
                     row[t >> 5] |= np.uint32(1 << (t & 31)).view(np.int32)

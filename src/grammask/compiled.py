@@ -22,7 +22,7 @@ from grammask.budget import (
 )
 from grammask.cache import DiskCache
 from grammask.canonical import CanonicalRelation, build_relation
-from grammask.canonical_matcher import CanonicalMatcher, RegexProduct
+from grammask.canonical_matcher import CanonicalMatcher, ForcedTextCheck, RegexProduct
 from grammask.engine import Engine
 from grammask.errors import BudgetError, BudgetUnsupportedError, ConfigurationError
 from grammask.grammar.ir import Grammar
@@ -61,6 +61,7 @@ class CompiledGrammar:
         self._budget_lock = threading.Lock()
         self._relation_of = relation_of or (lambda: build_relation(engine.vocab))
         self._product: RegexProduct | None = None
+        self._forced: ForcedTextCheck | None = None
 
     @property
     def vocab(self) -> Vocabulary:
@@ -111,11 +112,13 @@ class CompiledGrammar:
             raise ConfigurationError("canonical=True does not combine with max_tokens or prefix yet; "
                                      "drop one of them")
         relation = self._relation_of()
-        if self._product is None and RegexProduct.applies(self):
-            with self._budget_lock:
-                if self._product is None:
+        with self._budget_lock:
+            if self._product is None and self._forced is None:
+                if RegexProduct.applies(self):
                     self._product = RegexProduct(self, relation)
-        return CanonicalMatcher(self, relation, self._product)
+                else:
+                    self._forced = ForcedTextCheck(self, relation)
+        return CanonicalMatcher(self, relation, self._product, self._forced)
 
     def limited_matcher(self, max_tokens: int, *, lenient: bool = False) -> Matcher:
         """A matcher for one output of at most ``max_tokens`` tokens (EOS included).
@@ -140,6 +143,7 @@ class CompiledGrammar:
         twin = CompiledGrammar(grammar, self._engine, self.stats, self._disk, self._key, self._relation_of)
         twin._budget = self._budget
         twin._product = self._product
+        twin._forced = self._forced
         return twin
 
     def _budget_runtime(self) -> BudgetRuntime:

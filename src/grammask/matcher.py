@@ -101,6 +101,11 @@ class Matcher:
         return stack is not None and self._runner.accepts_end(stack)
 
     @property
+    def lexer_state(self) -> int:
+        """The lexer state of the pending lexeme (-1 once EOS is accepted)."""
+        return self._lexstate
+
+    @property
     def num_tokens(self) -> int:
         """Tokens accepted so far (EOS included)."""
         return len(self._history)

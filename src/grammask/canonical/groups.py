@@ -10,9 +10,9 @@ are decided by checking one of them with its own id left open (``relation._check
 the id conditions for all of them at once (:func:`pairs_kept_after`, :attr:`TokenGroups.whole`).
 
 Tokens where the shape is not enough are checked one by one: text that is no complete UTF-8 (byte
-fallback pieces, fragments of a character), text that shares a character with an added token, and,
-for an NFC normalizer, text that is not NFC or starts with a character that can compose with the one
-before it.
+fallback pieces, fragments of a character), text that contains an added token, for an NFC normalizer
+text that is not NFC or starts with a character that can compose with the one before it, and, after
+text that ends inside an added token, the tokens whose text starts with its rest.
 """
 
 from __future__ import annotations
@@ -56,14 +56,22 @@ def _second_in_composition() -> frozenset[str]:
 class TokenGroups:
     """The vocabulary grouped by shape, the tokens checked one by one, and the per-id arrays.
 
-    ``members[k]``: ids of shape ``k`` (its first one is checked for all); ``single``: ids checked one by one;
+    ``members[k]``: ids of shape ``k`` (its first one is checked for all); ``single``: ids checked one by one,
+    ``single_goes_on``: whether each starts inside a character (the only ones that may follow text that does);
     ``whole``: whether BPE keeps the token itself; ``own_piece`` (``ignore_merges`` only): whether the token's
     text is a piece whose id is the token (-1 where the text is no piece).
     """
 
     def __init__(self, tokens: Sequence[bytes | None], model: BpeModel, pairs: PairTable, segmenter: Segmenter,
                  byte_tokens: Mapping[int, int]):
-        added_chars = set("".join(segmenter.added))
+        contents = sorted(segmenter.added, key=len, reverse=True)
+        has_added = re.compile("|".join(map(re.escape, contents))).search if contents else None
+        self._rest_after: dict[str, list[str]] = {}
+        for c in contents:
+            for k in range(1, len(c)):
+                self._rest_after.setdefault(c[:k], []).append(c[k:])
+        self._longest = max(map(len, self._rest_after), default=0)
+        texts: list[tuple[str, int]] = []
         composing = _second_in_composition() if segmenter.nfc else frozenset()
         by_shape: dict[str, list[int]] = {}
         single = []
@@ -74,14 +82,19 @@ class TokenGroups:
                 text = data.decode("utf-8")
             except UnicodeDecodeError:
                 text = ""
-            if (not text or t in byte_tokens or (added_chars and not added_chars.isdisjoint(text))
+            if (not text or t in byte_tokens or (has_added and has_added(text))
                     or (segmenter.nfc and (text[0] in composing or unicodedata.combining(text[0])
                                            or not unicodedata.is_normalized("NFC", text)))):
                 single.append(t)
             else:
                 by_shape.setdefault(shape(text), []).append(t)
+                texts.append((text, t))
+        texts.sort()
+        self._texts = [text for text, _ in texts]
+        self._text_ids = [t for _, t in texts]
         self.members = [np.array(ids, dtype=np.int32) for ids in by_shape.values()]
         self.single = np.array(single, dtype=np.int32)
+        self.single_goes_on = np.array([0x80 <= tokens[t][0] < 0xC0 for t in single], dtype=bool)
         self.n = len(tokens)
         self.whole = np.zeros(self.n, dtype=bool)
         self.whole[: len(pairs.whole)] = pairs.whole[: self.n]
@@ -98,6 +111,18 @@ class TokenGroups:
                     self.own_piece[t] = model.pieces.get(chars, -1)
                     self._by_chars.setdefault(chars, []).append(t)
             self._pieces = sorted(model.pieces)
+
+    def completing_added(self, text: str) -> list[int]:
+        """Ids of shape tokens whose text starts with the rest of an added token that ``text`` ends inside of
+        (the shape misses that match: they are checked one by one)."""
+        out: list[int] = []
+        for k in range(1, min(len(text), self._longest) + 1):
+            for rest in self._rest_after.get(text[-k:], ()):
+                i = bisect.bisect_left(self._texts, rest)
+                while i < len(self._texts) and self._texts[i].startswith(rest):
+                    out.append(self._text_ids[i])
+                    i += 1
+        return out
 
     def kept_after(self, token: int) -> np.ndarray:
         """Per id: whether BPE keeps whole token ``token`` and that id apart (False for ids that are not whole)."""

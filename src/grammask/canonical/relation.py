@@ -128,23 +128,19 @@ class CanonicalRelation:
 
     def allowed(self, state: int) -> np.ndarray:
         """The token ids that keep the sequence canonical after ``state``, ascending (int32)."""
-        return np.flatnonzero(self._allowed_bool(state)).astype(np.int32)
+        bits = np.unpackbits(self.allowed_words(state).view(np.uint8), bitorder="little")
+        return np.flatnonzero(bits[: len(self._tokens)]).astype(np.int32)
 
     def allowed_words(self, state: int) -> np.ndarray:
         """:meth:`allowed` as a bitmask over the tokens (int32 words, xgrammar/vLLM layout); do not write to it.
 
         Remembered for the last 1,024 states asked, so a state seen before costs a lookup.
         """
-        found = self._words.get(state)
-        if found is None:
-            found = bool_to_bitmask(self._allowed_bool(state))
-            found.flags.writeable = False
-            self._words[state] = found
-            if len(self._words) > _REMEMBERED_STATES:
-                self._words.popitem(last=False)
-        else:
-            self._words.move_to_end(state)
-        return found
+        return self._answers(state)[0]
+
+    def ending_words(self, state: int) -> np.ndarray:
+        """The tokens after which the sequence may end (:meth:`can_end` of :meth:`step`), as :meth:`allowed_words`."""
+        return self._answers(state)[1]
 
     def allowed_exact(self, state: int, token: int) -> bool:
         """Whether ``token`` keeps the sequence canonical after ``state``, decided for this token alone.
@@ -153,19 +149,37 @@ class CanonicalRelation:
         :meth:`step`. :meth:`allowed` gives the same answer for every token at once.
         """
         found = self._next.get((state, token))
-        if found is None:
-            at_start, window = self._states[state]
-            may_end = self._check(at_start, (*window, token), final=True) is not None
-            found = 0 if may_end else self.step(state, token)
-        return found != NOT_CANONICAL
+        return found != NOT_CANONICAL if found is not None else self._one(state, token)[0]
 
-    def _allowed_bool(self, state: int) -> np.ndarray:
-        """Per token id: :meth:`allowed_exact`, for the whole vocabulary (one check per shape, see ``groups.py``)."""
+    def _one(self, state: int, token: int) -> tuple[bool, bool]:
+        """(:meth:`allowed_exact`, whether the sequence may end after ``token``), for one token."""
+        at_start, window = self._states[state]
+        may_end = self._check(at_start, (*window, token), final=True) is not None
+        return may_end or self.step(state, token) != NOT_CANONICAL, may_end
+
+    def _answers(self, state: int) -> tuple[np.ndarray, np.ndarray]:
+        found = self._words.get(state)
+        if found is None:
+            allowed, ends = self._decide_all(state)
+            found = (bool_to_bitmask(allowed), bool_to_bitmask(ends))
+            for words in found:
+                words.flags.writeable = False
+            self._words[state] = found
+            if len(self._words) > _REMEMBERED_STATES:
+                self._words.popitem(last=False)
+        else:
+            self._words.move_to_end(state)
+        return found
+
+    def _decide_all(self, state: int) -> tuple[np.ndarray, np.ndarray]:
+        """Per token id: :meth:`allowed_exact` and may-end, for the whole vocabulary (one check per shape, see
+        ``groups.py``)."""
         if self._groups is None:
             self._groups = TokenGroups(self._tokens, self._model, self._pairs, self._seg, self._byte_value)
         groups = self._groups
         at_start, window = self._states[state]
         out = np.zeros(len(self._tokens), dtype=bool)
+        ends = np.zeros(len(self._tokens), dtype=bool)
         conditions: dict[tuple[tuple[int, ...], bool], np.ndarray | None] = {}
         for members in groups.members:
             rep = (*window, int(members[0]))
@@ -180,11 +194,16 @@ class CanonicalRelation:
                     cond = conditions[alt]
                     if cond is not None:
                         out[members] |= cond[members]
+                if final:
+                    ends[members] = out[members]
                 if any(not prev for prev, _ in alts) and groups.own_piece is None:
                     break  # a group starting with the token asks only that it is whole: nothing allows more
-        for t in groups.single.tolist():
-            out[t] = self.allowed_exact(state, t)
-        return out
+        split = split_utf8(b"".join(self._tokens[t] for t in window))
+        inside = split is not None and bool(split[1])
+        singles = groups.single[groups.single_goes_on == inside].tolist()
+        for t in singles + groups.completing_added(split[0] if split else ""):
+            out[t], ends[t] = self._one(state, t)
+        return out, ends
 
     def _condition(self, prev: tuple[int, ...], closed: bool) -> np.ndarray | None:
         """Per token id: whether it may end a pre-token group that starts with ``prev`` (None: no id may)."""
