@@ -251,7 +251,7 @@ def _allowed_agrees_with_allowed_exact(name: str, text: str) -> int:
 
 
 def test_allowed_agrees_with_allowed_exact():
-    assert _allowed_agrees_with_allowed_exact("smollm2", "it's 12\n") > 3
+    assert _allowed_agrees_with_allowed_exact("smollm2", "it's\n") > 2
 
 
 @pytest.mark.slow

@@ -155,8 +155,13 @@ def test_regex_sequences_equal_the_tokenizer_llama2_all(index):
     assert check_regex("llama2", *REGEXES[index]) > 0
 
 
-def random_run(matcher, vocab, rng: random.Random, max_tokens: int, p_eos: float = 0.5) -> tuple[list[int], str]:
-    """Drives ``matcher`` with a random chooser: ``(tokens, how it ended)``, ended one of 'eos', 'dead', 'limit'."""
+def random_run(matcher, vocab, rng: random.Random, max_tokens: int, p_eos: float = 0.5,
+               p_finish: float = 0.0) -> tuple[list[int], str]:
+    """Drives ``matcher`` with a random chooser: ``(tokens, how it ended)``, ended one of 'eos', 'dead', 'limit'.
+
+    ``p_finish``: how often the chooser takes, among the allowed tokens, one the grammar alone finishes soonest
+    after (``next_token_costs`` of the plain matcher inside), so that runs on grammars end.
+    """
     eos = set(vocab.eos_ids)
     tokens: list[int] = []
     while len(tokens) < max_tokens:
@@ -167,7 +172,12 @@ def random_run(matcher, vocab, rng: random.Random, max_tokens: int, p_eos: float
         if ends and (len(allowed) == len(ends) or rng.random() < p_eos):
             matcher.advance(ends[0])
             return tokens, "eos"
-        t = rng.choice([t for t in allowed if t not in eos])
+        others = [t for t in allowed if t not in eos]
+        if rng.random() < p_finish:
+            costs = matcher._matcher.next_token_costs()
+            best = min(int(costs[t]) for t in others)
+            others = [t for t in others if costs[t] == best]
+        t = rng.choice(others)
         matcher.advance(t)
         tokens.append(t)
     return tokens, "limit"
@@ -224,7 +234,7 @@ def grammar_runs(name: str, grammar: str, runs: int, seed: int, max_tokens: int)
     counts = {"eos": 0, "dead": 0, "limit": 0}
     for _ in range(runs):
         matcher.reset()
-        tokens, ended = random_run(matcher, vocab, rng, max_tokens, p_eos=0.9)
+        tokens, ended = random_run(matcher, vocab, rng, max_tokens, p_eos=0.9, p_finish=0.5)
         counts[ended] += 1
         if ended == "eos":
             assert matcher.is_terminated()
@@ -246,9 +256,26 @@ def test_random_runs_on_grammars_measured(name, grammar):
     assert counts["eos"] >= 1
 
 
+def dead_end(plain, relation, state: int, eos: set[int], depth: int) -> bool:
+    """Whether, within ``depth`` tokens, every continuation the grammar allows stops being canonical before it ends."""
+    if plain.is_accepting() and relation.can_end(state):
+        return False
+    for u in plain.allowed_tokens().tolist():
+        after = relation.step(state, u) if u not in eos else -1
+        if after >= 0:
+            if depth == 0:
+                return False
+            deeper = plain.fork()
+            deeper.advance(u)
+            if not dead_end(deeper, relation, after, eos, depth - 1):
+                return False
+    return True
+
+
 def test_mask_is_grammar_and_relation():
     """On JSON: the canonical mask is the plain mask AND the relation's set, less tokens that leave an unfinished
-    keyword only a non-canonical token could finish (' fals' before 'e': ' false' is one token)."""
+    keyword only non-canonical tokens could finish (' fals' before 'e': ' false' is one token; 'n', 'ul' before
+    'l')."""
     vocab = get_vocab("smollm2")
     compiled = gm.compile(gm.Grammar.builtin("json"), vocab)
     plain, canon = compiled.matcher(), compiled.matcher(canonical=True)
@@ -260,10 +287,8 @@ def test_mask_is_grammar_and_relation():
         assert t in got and got <= expected
         for dropped in expected - got:
             probe = plain.fork()
-            probe.advance(dropped)  # a dead end: nothing the grammar allows next is a canonical step
-            after = relation.step(canon.relation_state, dropped)
-            assert not probe.is_accepting()
-            assert not any(relation.step(after, u) >= 0 for u in probe.allowed_tokens().tolist())
+            probe.advance(dropped)
+            assert dead_end(probe, relation, relation.step(canon.relation_state, dropped), set(vocab.eos_ids), 8)
         plain.advance(t)
         canon.advance(t)
     assert canon.is_accepting()
@@ -273,6 +298,8 @@ def test_mask_is_grammar_and_relation():
     assert probe.accept_token(vocab.tokens.index(b" false"))
     probe.rollback()
     assert fals not in probe.allowed_tokens() and relation.step(relation.step(probe.relation_state, fals), e) < 0
+    start = compiled.matcher(canonical=True)
+    assert vocab.tokens.index(b"n") not in start.allowed_tokens()
 
 
 def test_operations_and_errors():

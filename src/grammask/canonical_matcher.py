@@ -11,9 +11,10 @@ paper). :class:`RegexProduct` keeps in the mask only tokens that lead to a pair 
 pair (a complete match that the relation may end on) is reachable, so a canonical regex matcher never
 reaches a dead end. The product is explored lazily: a depth-first search per pair, tokens in order of the
 bytes left to a match, remembered once decided. A search that would expand more than ``search_limit``
-pairs, or goes 400 tokens deep, gives up and keeps the token (counted in ``undecided``), which only happens for languages whose
-canonical tokenizations never settle (long runs inside one pre-token); so does a mask with more than
-``mask_searches`` tokens to search from (a wide character class before a required suffix), for time.
+pairs, or go 400 tokens deep, gives up and keeps the token (counted in ``undecided``), which only happens
+for languages whose canonical tokenizations never settle (long runs inside one pre-token); so does a mask
+with more than ``mask_searches`` tokens to search from (a wide character class before a required suffix),
+for time. The exactness and no-dead-end guarantee hold where nothing is undecided.
 
 Other grammars get the mask AND the relation, less the tokens :class:`ForcedTextCheck` finds dead (a
 keyword left unfinished that only non-canonical tokens could finish), without a full guarantee: a token
@@ -47,8 +48,10 @@ _REMEMBERED_MASKS = 4096
 # With a product, a mask of at most this many grammar tokens is checked token by token (``step``) rather
 # than ANDed with the relation's whole allowed set, which a new relation state pays for once.
 _FEW_TOKENS = 4096
+# A product mask with more candidates than this reads the relation's may-end set instead of stepping each.
 _FEW_STEPS = 64
 _MAX_DEPTH = 400  # product pairs on one search path (Python recursion)
+_NARROW_DEPTH = 8  # tokens ForcedTextCheck follows through unfinished lexemes
 
 
 class _Undecided(Exception):
@@ -206,8 +209,10 @@ class ForcedTextCheck:
     After token ``t`` the pending lexeme may be no complete terminal and let only a few tokens go on (at
     most ``few`` for the lexer: ``" fals"`` in JSON, then ``e`` or what starts with it). For such tokens of a
     mask, ``restrict`` asks the grammar matcher which tokens it allows after ``t``; if none is a canonical
-    step, ``t`` is a dead end and is cleared. Sound (it clears only dead ends) but not complete: dead ends
-    further away (an unfinished string that only a non-canonical token could close, say) stay.
+    step, or each one that is leads again into such a lexeme and is dead in turn (``"n"``, ``"ul"`` before
+    ``"l"``: ``null`` is one token; up to 8 tokens deep), ``t`` is a dead end and is cleared. Sound (it clears
+    only dead ends) but not complete: dead ends further away (an unfinished string that only a
+    non-canonical token could close, say) stay.
     ``cleared`` counts the tokens found dead.
     """
 
@@ -217,6 +222,7 @@ class ForcedTextCheck:
         self._relation = relation
         self._few = few
         self._n = len(compiled.vocab.tokens)
+        self._eos = frozenset(compiled.vocab.eos_ids)
         self._ends: dict[int, np.ndarray] = {}
         self._next_tokens: dict[int, list[int] | None] = {}
         self._narrow_from: dict[int, list[int]] = {}
@@ -232,9 +238,29 @@ class ForcedTextCheck:
                 continue
             probe = matcher.fork()
             probe.advance(t)
-            if all(self._relation.step(after, u) == NOT_CANONICAL for u in probe.allowed_tokens().tolist()):
+            if self._dead(probe, after, _NARROW_DEPTH):
                 row[t >> 5] &= ~np.int32(np.uint32(1 << (t & 31)).view(np.int32))
                 self.cleared += 1
+
+    def _dead(self, probe: Matcher, r: int, depth: int) -> bool:
+        """Whether no canonical continuation ends from grammar state ``probe`` and relation state ``r``, as far as
+        narrow lexemes go (``depth`` more tokens); False where it cannot tell."""
+        if probe.is_accepting() and self._relation.can_end(r):
+            return False
+        eos = self._eos
+        for u in probe.allowed_tokens().tolist():
+            if u in eos:
+                continue
+            after = self._relation.step(r, u)
+            if after == NOT_CANONICAL:
+                continue
+            if depth == 0 or self._narrow(int(self._end_states(probe.lexer_state)[u])) is None:
+                return False
+            deeper = probe.fork()
+            deeper.advance(u)
+            if not self._dead(deeper, after, depth - 1):
+                return False
+        return True
 
     def _narrow_after(self, q: int) -> list[int]:
         """The tokens after which, from lexer state ``q``, the lexer lets only a few tokens follow (see :meth:`_narrow`)."""
