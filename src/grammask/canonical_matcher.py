@@ -226,21 +226,36 @@ class ForcedTextCheck:
         self._ends: dict[int, np.ndarray] = {}
         self._next_tokens: dict[int, list[int] | None] = {}
         self._narrow_from: dict[int, list[int]] = {}
+        self._verdicts: OrderedDict[tuple, list[int]] = OrderedDict()
         self.cleared = 0
 
     def restrict(self, row: np.ndarray, matcher: Matcher, r: int) -> None:
-        """Clears, in a mask row of ``matcher`` at relation state ``r``, the tokens found to be dead ends."""
-        for t in self._narrow_after(matcher.lexer_state):
-            if not row[t >> 5] >> (t & 31) & 1:
-                continue
-            after = self._relation.step(r, t)
-            if after == NOT_CANONICAL:
-                continue
-            probe = matcher.fork()
-            probe.advance(t)
-            if self._dead(probe, after, _NARROW_DEPTH):
-                row[t >> 5] &= ~np.int32(np.uint32(1 << (t & 31)).view(np.int32))
-                self.cleared += 1
+        """Clears, in a mask row of ``matcher`` at relation state ``r``, the tokens found to be dead ends.
+
+        Remembered per (lexer state, stack, relation state): stacks are tuples, equal by value.
+        """
+        key = (matcher.lexer_state, matcher.stack, r)
+        dead = self._verdicts.get(key)
+        if dead is None:
+            dead = []
+            for t in self._narrow_after(matcher.lexer_state):
+                if not row[t >> 5] >> (t & 31) & 1:
+                    continue
+                after = self._relation.step(r, t)
+                if after == NOT_CANONICAL:
+                    continue
+                probe = matcher.fork()
+                probe.advance(t)
+                if self._dead(probe, after, _NARROW_DEPTH):
+                    dead.append(t)
+                    self.cleared += 1
+            self._verdicts[key] = dead
+            if len(self._verdicts) > _REMEMBERED_MASKS:
+                self._verdicts.popitem(last=False)
+        else:
+            self._verdicts.move_to_end(key)
+        for t in dead:
+            row[t >> 5] &= ~np.int32(np.uint32(1 << (t & 31)).view(np.int32))
 
     def _dead(self, probe: Matcher, r: int, depth: int) -> bool:
         """Whether no canonical continuation ends from grammar state ``probe`` and relation state ``r``, as far as

@@ -106,6 +106,11 @@ class Matcher:
         return self._lexstate
 
     @property
+    def stack(self) -> tuple | None:
+        """The LR stack as a persistent ``(state, rest)`` tuple chain, top first (equal by value, never mutated)."""
+        return self._stack
+
+    @property
     def num_tokens(self) -> int:
         """Tokens accepted so far (EOS included)."""
         return len(self._history)
