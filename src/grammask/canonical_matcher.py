@@ -204,28 +204,27 @@ class RegexProduct:
 
 
 class ForcedTextCheck:
-    """For any grammar: the tokens after which the lexer allows only tokens that are no canonical step.
+    """For any grammar: tokens after which every continuation the grammar allows soon stops being canonical.
 
-    After token ``t`` the pending lexeme may be no complete terminal and let only a few tokens go on (at
-    most ``few`` for the lexer: ``" fals"`` in JSON, then ``e`` or what starts with it). For such tokens of a
-    mask, ``restrict`` asks the grammar matcher which tokens it allows after ``t``; if none is a canonical
-    step, or each one that is leads again into such a lexeme and is dead in turn (``"n"``, ``"ul"`` before
-    ``"l"``: ``null`` is one token; up to 8 tokens deep), ``t`` is a dead end and is cleared. Sound (it clears
-    only dead ends) but not complete: dead ends further away (an unfinished string that only a
-    non-canonical token could close, say) stay.
+    After token ``t`` the pending lexeme may be unable to end as a terminal the parser accepts: unfinished
+    (``" fals"`` in JSON) or a terminal the parser refuses here (``"sta"`` at the top of a C file is an
+    identifier, but only ``static`` or ``struct`` may come). For such tokens of a mask, ``restrict`` asks the
+    grammar matcher which tokens it allows after ``t`` (at most ``few``, else ``t`` is kept): if none is a
+    canonical step, or each one that is leaves such a lexeme again and is dead in turn (``"n"``, ``"ul"``
+    before ``"l"``: ``null`` is one token; up to 8 tokens deep), ``t`` is a dead end and is cleared. Sound
+    (it clears only dead ends) but not complete: dead ends further away (an unfinished string that only a
+    non-canonical token could close, say) stay. Remembered per (lexer state, stack, relation state);
     ``cleared`` counts the tokens found dead.
     """
 
-    def __init__(self, compiled: CompiledGrammar, relation: CanonicalRelation, few: int = 64):
+    def __init__(self, compiled: CompiledGrammar, relation: CanonicalRelation, few: int = 256):
         engine = compiled._engine
         self._engine = engine
+        self._runner = engine.runner
         self._relation = relation
         self._few = few
-        self._n = len(compiled.vocab.tokens)
         self._eos = frozenset(compiled.vocab.eos_ids)
-        self._ends: dict[int, np.ndarray] = {}
-        self._next_tokens: dict[int, list[int] | None] = {}
-        self._narrow_from: dict[int, list[int]] = {}
+        self._by_end: dict[int, list[tuple[int, list[int]]]] = {}
         self._verdicts: OrderedDict[tuple, list[int]] = OrderedDict()
         self.cleared = 0
 
@@ -238,17 +237,22 @@ class ForcedTextCheck:
         dead = self._verdicts.get(key)
         if dead is None:
             dead = []
-            for t in self._narrow_after(matcher.lexer_state):
-                if not row[t >> 5] >> (t & 31) & 1:
+            for q2, tokens in self._tokens_by_end(matcher.lexer_state):
+                if not self._unfinished(q2, matcher.stack):
+                    continue  # (judged on the stack before the group's terminals: only a choice of what to probe)
+                present = [t for t in tokens if row[t >> 5] >> (t & 31) & 1]
+                if not present:
                     continue
-                after = self._relation.step(r, t)
-                if after == NOT_CANONICAL:
+                probe = matcher.fork()  # the tokens of a group leave the same lexer state and stack
+                probe.advance(present[0])
+                allowed = probe.allowed_tokens().tolist()
+                if len(allowed) > self._few:
                     continue
-                probe = matcher.fork()
-                probe.advance(t)
-                if self._dead(probe, after, _NARROW_DEPTH):
-                    dead.append(t)
-                    self.cleared += 1
+                for t in present:
+                    after = self._relation.step(r, t)
+                    if after != NOT_CANONICAL and self._dead(probe, after, _NARROW_DEPTH, allowed):
+                        dead.append(t)
+                        self.cleared += 1
             self._verdicts[key] = dead
             if len(self._verdicts) > _REMEMBERED_MASKS:
                 self._verdicts.popitem(last=False)
@@ -257,56 +261,51 @@ class ForcedTextCheck:
         for t in dead:
             row[t >> 5] &= ~np.int32(np.uint32(1 << (t & 31)).view(np.int32))
 
-    def _dead(self, probe: Matcher, r: int, depth: int) -> bool:
-        """Whether no canonical continuation ends from grammar state ``probe`` and relation state ``r``, as far as
-        narrow lexemes go (``depth`` more tokens); False where it cannot tell."""
+    def _dead(self, probe: Matcher, r: int, depth: int, allowed: list[int] | None = None) -> bool:
+        """Whether no canonical continuation ends from grammar state ``probe`` (``allowed``: its mask, if known) and
+        relation state ``r``, as far as unfinished lexemes go (``depth`` more tokens); False where it cannot tell."""
         if probe.is_accepting() and self._relation.can_end(r):
             return False
-        eos = self._eos
-        for u in probe.allowed_tokens().tolist():
-            if u in eos:
+        if allowed is None:
+            allowed = probe.allowed_tokens().tolist()
+        if len(allowed) > self._few:
+            return False
+        for u in allowed:
+            if u in self._eos:
                 continue
             after = self._relation.step(r, u)
             if after == NOT_CANONICAL:
                 continue
-            if depth == 0 or self._narrow(int(self._end_states(probe.lexer_state)[u])) is None:
+            if depth == 0:
                 return False
             deeper = probe.fork()
             deeper.advance(u)
-            if not self._dead(deeper, after, depth - 1):
+            if not self._unfinished(deeper.lexer_state, deeper.stack) or not self._dead(deeper, after, depth - 1):
                 return False
         return True
 
-    def _narrow_after(self, q: int) -> list[int]:
-        """The tokens after which, from lexer state ``q``, the lexer lets only a few tokens follow (see :meth:`_narrow`)."""
-        found = self._narrow_from.get(q)
-        if found is None:
-            ends = self._end_states(q)
-            found = [t for t in np.flatnonzero(ends >= 0).tolist() if self._narrow(int(ends[t])) is not None]
-            self._narrow_from[q] = found
-        return found
+    def _unfinished(self, q: int, stack) -> bool:
+        """Whether a pending lexeme in lexer state ``q`` cannot end as a terminal the parser takes on ``stack``."""
+        if q <= 0:
+            return False  # nothing pending (0) or after EOS
+        term = int(self._engine.lexer.accept[q])
+        if term < 0:
+            return True
+        parser_term = int(self._engine.parser_term[term])
+        return parser_term >= 0 and self._runner.feed(stack, parser_term) is None
 
-    def _narrow(self, q: int) -> list[int] | None:
-        """The tokens the lexer lets follow a pending lexeme in state ``q`` when they are few and the lexeme cannot
-        end there; else None."""
-        if q not in self._next_tokens:
-            found = None
-            if self._engine.lexer.accept[q] < 0:
-                ids = np.flatnonzero(self._end_states(q) >= 0)
-                found = ids.tolist() if len(ids) <= self._few else None
-            self._next_tokens[q] = found
-        return self._next_tokens[q]
-
-    def _end_states(self, q: int) -> np.ndarray:
-        """Per token id: the lexer state after it from ``q`` (-1 where the lexer rejects it)."""
-        found = self._ends.get(q)
+    def _tokens_by_end(self, q: int) -> list[tuple[int, list[int]]]:
+        """The tokens the lexer reads from ``q``, grouped by the terminals they complete and the lexer state after
+        them: ``(lexer state, tokens)`` per group."""
+        found = self._by_end.get(q)
         if found is None:
             lexer, trie = self._engine.lexer, self._engine.trie
-            entries, _, end = walk_alive(trie, lexer.trans, lexer.accept, self._engine.parser_term, q,
-                                         SequenceTable(max(1, len(lexer.terminals))))
-            found = np.full(self._n, -1, dtype=np.int64)
-            found[trie.token_ids[entries]] = end
-            self._ends[q] = found
+            entries, seq, end = walk_alive(trie, lexer.trans, lexer.accept, self._engine.parser_term, q,
+                                           SequenceTable(max(1, len(lexer.terminals))))
+            groups: dict[tuple[int, int], list[int]] = {}
+            for t, s_, q2 in zip(trie.token_ids[entries].tolist(), seq.tolist(), end.tolist()):
+                groups.setdefault((q2, s_), []).append(t)
+            found = self._by_end[q] = [(q2, sorted(ts)) for (q2, _), ts in groups.items()]
         return found
 
 
