@@ -209,7 +209,8 @@ class ForcedTextCheck:
     After token ``t`` the pending lexeme may be unable to end as a terminal the parser accepts: unfinished
     (``" fals"`` in JSON) or a terminal the parser refuses here (``"sta"`` at the top of a C file is an
     identifier, but only ``static`` or ``struct`` may come). For such tokens of a mask, ``restrict`` asks the
-    grammar matcher which tokens it allows after ``t`` (at most ``few``, else ``t`` is kept): if none is a
+    grammar matcher which tokens it allows after ``t`` (at most ``few``, else ``t`` is kept; an unfinished
+    lexeme the lexer alone lets more than ``few`` tokens follow is not probed): if none is a
     canonical step, or each one that is leaves such a lexeme again and is dead in turn (``"n"``, ``"ul"``
     before ``"l"``: ``null`` is one token; up to 8 tokens deep), ``t`` is a dead end and is cleared. Sound
     (it clears only dead ends) but not complete: dead ends further away (an unfinished string that only a
@@ -225,6 +226,7 @@ class ForcedTextCheck:
         self._few = few
         self._eos = frozenset(compiled.vocab.eos_ids)
         self._by_end: dict[int, list[tuple[int, list[int]]]] = {}
+        self._wide_memo: dict[int, bool] = {}
         self._verdicts: OrderedDict[tuple, list[int]] = OrderedDict()
         self.cleared = 0
 
@@ -238,16 +240,17 @@ class ForcedTextCheck:
         if dead is None:
             dead = []
             for q2, tokens in self._tokens_by_end(matcher.lexer_state):
-                if not self._unfinished(q2, matcher.stack):
+                if not self._unfinished(q2, matcher.stack) or self._wide(q2):
                     continue  # (judged on the stack before the group's terminals: only a choice of what to probe)
                 present = [t for t in tokens if row[t >> 5] >> (t & 31) & 1]
                 if not present:
                     continue
                 probe = matcher.fork()  # the tokens of a group leave the same lexer state and stack
                 probe.advance(present[0])
-                allowed = probe.allowed_tokens().tolist()
-                if len(allowed) > self._few:
+                ids = probe.allowed_tokens()
+                if len(ids) > self._few:
                     continue
+                allowed = ids.tolist()
                 for t in present:
                     after = self._relation.step(r, t)
                     if after != NOT_CANONICAL and self._dead(probe, after, _NARROW_DEPTH, allowed):
@@ -267,9 +270,10 @@ class ForcedTextCheck:
         if probe.is_accepting() and self._relation.can_end(r):
             return False
         if allowed is None:
-            allowed = probe.allowed_tokens().tolist()
-        if len(allowed) > self._few:
-            return False
+            ids = probe.allowed_tokens()
+            if len(ids) > self._few:
+                return False
+            allowed = ids.tolist()
         for u in allowed:
             if u in self._eos:
                 continue
@@ -293,6 +297,14 @@ class ForcedTextCheck:
             return True
         parser_term = int(self._engine.parser_term[term])
         return parser_term >= 0 and self._runner.feed(stack, parser_term) is None
+
+    def _wide(self, q: int) -> bool:
+        """Whether a lexeme unfinished in lexer state ``q`` lets more than ``few`` tokens follow (inside a string)."""
+        found = self._wide_memo.get(q)
+        if found is None:
+            found = self._wide_memo[q] = (self._engine.lexer.accept[q] < 0
+                                          and sum(len(ts) for _, ts in self._tokens_by_end(q)) > self._few)
+        return found
 
     def _tokens_by_end(self, q: int) -> list[tuple[int, list[int]]]:
         """The tokens the lexer reads from ``q``, grouped by the terminals they complete and the lexer state after
