@@ -29,6 +29,7 @@ from conftest import get_vocab
 
 import grammask as gm
 from grammask.errors import CanonicalError, ConfigurationError, TokenRejectedError
+from grammask.vocab import Vocabulary
 
 MAX_TOKENS = 6
 
@@ -321,5 +322,7 @@ def test_operations_and_errors():
     assert m.validate_tokens([min(vocab.eos_ids)]) == 1 and m.is_accepting()
     with pytest.raises(ConfigurationError):
         compiled.matcher(10, canonical=True)
+    with pytest.raises(CanonicalError, match="tokenizer"):
+        gm.compile(gm.Grammar.from_regex("a+"), Vocabulary([b"a", b"b", None], eos_ids=[2])).matcher(canonical=True)
     with pytest.raises(CanonicalError, match="space"):  # Llama-2 writes a space first: no encoding spells 'cat'
         compiled_regex("llama2", "cat").matcher(canonical=True)

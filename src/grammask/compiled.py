@@ -24,7 +24,13 @@ from grammask.cache import DiskCache
 from grammask.canonical import CanonicalRelation, build_relation
 from grammask.canonical_matcher import CanonicalMatcher, ForcedTextCheck, RegexProduct
 from grammask.engine import Engine
-from grammask.errors import BudgetError, BudgetUnsupportedError, ConfigurationError
+from grammask.errors import (
+    BudgetError,
+    BudgetUnsupportedError,
+    CanonicalError,
+    ConfigurationError,
+    VocabularyError,
+)
 from grammask.grammar.ir import Grammar
 from grammask.matcher import Matcher
 from grammask.vocab import Vocabulary
@@ -104,14 +110,20 @@ class CompiledGrammar:
         sentence starts with, :class:`~grammask.errors.BudgetError` when no output fits the budget,
         :class:`~grammask.errors.ConfigurationError` when ``max_tokens`` is not an int or ``canonical``
         comes with ``max_tokens`` or ``prefix``, and :class:`~grammask.errors.CanonicalError` when the
-        tokenizer's canonical encodings cannot be modelled or (regex) no string of the language has one.
+        vocabulary has no tokenizer, its tokenizer's canonical encodings cannot be modelled, or (regex) no string
+        of the language has one.
         """
         if not canonical:
             return Matcher(self, max_tokens=max_tokens, prefix=prefix)
         if max_tokens is not None or prefix:
             raise ConfigurationError("canonical=True does not combine with max_tokens or prefix yet; "
                                      "drop one of them")
-        relation = self._relation_of()
+        try:
+            relation = self._relation_of()
+        except VocabularyError as e:
+            if isinstance(e, CanonicalError):
+                raise
+            raise CanonicalError(f"canonical=True needs the tokenizer of vocabulary {self.vocab.name!r}: {e}") from e
         with self._budget_lock:
             if self._product is None and self._forced is None:
                 if RegexProduct.applies(self):
