@@ -225,7 +225,7 @@ class ForcedTextCheck:
         self._relation = relation
         self._few = few
         self._eos = frozenset(compiled.vocab.eos_ids)
-        self._by_end: dict[int, list[tuple[int, list[int]]]] = {}
+        self._by_end: dict[int, list[tuple[int, tuple[int, ...], list[int]]]] = {}
         self._wide_memo: dict[int, bool] = {}
         self._verdicts: OrderedDict[tuple, list[int]] = OrderedDict()
         self.cleared = 0
@@ -239,9 +239,10 @@ class ForcedTextCheck:
         dead = self._verdicts.get(key)
         if dead is None:
             dead = []
-            for q2, tokens in self._tokens_by_end(matcher.lexer_state):
-                if not self._unfinished(q2, matcher.stack) or self._wide(q2):
-                    continue  # (judged on the stack before the group's terminals: only a choice of what to probe)
+            for q2, terminals, tokens in self._tokens_by_end(matcher.lexer_state):
+                stack = self._runner.feed_all(matcher.stack, terminals) if terminals else matcher.stack
+                if stack is None or not self._unfinished(q2, stack) or self._wide(q2):
+                    continue
                 present = [t for t in tokens if row[t >> 5] >> (t & 31) & 1]
                 if not present:
                     continue
@@ -303,21 +304,21 @@ class ForcedTextCheck:
         found = self._wide_memo.get(q)
         if found is None:
             found = self._wide_memo[q] = (self._engine.lexer.accept[q] < 0
-                                          and sum(len(ts) for _, ts in self._tokens_by_end(q)) > self._few)
+                                          and sum(len(ts) for _, _, ts in self._tokens_by_end(q)) > self._few)
         return found
 
-    def _tokens_by_end(self, q: int) -> list[tuple[int, list[int]]]:
-        """The tokens the lexer reads from ``q``, grouped by the terminals they complete and the lexer state after
-        them: ``(lexer state, tokens)`` per group."""
+    def _tokens_by_end(self, q: int) -> list[tuple[int, tuple[int, ...], list[int]]]:
+        """The tokens the lexer reads from ``q``, grouped by the parser terminals they complete and the lexer state
+        after them: ``(lexer state, terminals, tokens)`` per group."""
         found = self._by_end.get(q)
         if found is None:
             lexer, trie = self._engine.lexer, self._engine.trie
-            entries, seq, end = walk_alive(trie, lexer.trans, lexer.accept, self._engine.parser_term, q,
-                                           SequenceTable(max(1, len(lexer.terminals))))
+            seqs = SequenceTable(max(1, len(lexer.terminals)))
+            entries, seq, end = walk_alive(trie, lexer.trans, lexer.accept, self._engine.parser_term, q, seqs)
             groups: dict[tuple[int, int], list[int]] = {}
             for t, s_, q2 in zip(trie.token_ids[entries].tolist(), seq.tolist(), end.tolist()):
                 groups.setdefault((q2, s_), []).append(t)
-            found = self._by_end[q] = [(q2, sorted(ts)) for (q2, _), ts in groups.items()]
+            found = self._by_end[q] = [(q2, seqs.sequence(s_), sorted(ts)) for (q2, s_), ts in groups.items()]
         return found
 
 
