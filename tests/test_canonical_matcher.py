@@ -136,6 +136,7 @@ def check_regex(name: str, pattern: str, alphabet: str, bound: int) -> int:
     vocab = get_vocab(name)
     show = lambda seqs: sorted(vocab.decode(list(s)) + f" {list(s)}".encode() for s in seqs)[:5]
     assert got == expected, f"{pattern!r}: only matcher {show(got - expected)}, only tokenizer {show(expected - got)}"
+    assert compiled_regex(name, pattern)._product.undecided == 0  # every dead-end question was answered
     return len(expected)
 
 
