@@ -194,7 +194,7 @@ def check_ended_run(vocab, tokens: list[int]) -> None:
     assert oracle.encoding(text.decode()) == tokens, f"{text!r} as {tokens} is not its own encoding"
 
 
-RANDOM_REGEXES = [r"-?(0|[1-9][0-9]*)(\.[0-9]+)?", r'\{"[a-z]{1,8}": [0-9]{1,5}\}', r"[ \t\n]*x[ \t\n]*",
+RANDOM_REGEXES = [r"-?(0|[1-9][0-9]*)(\.[0-9]+)?", r'\{"[a-z]{1,8}": [0-9]{1,5}\}', r"[ \t\n]{0,4}x[ \t\n]{0,4}",
                   r"[a-z]+( [a-z]+){0,3}", r"(Hello|Hi), [A-Z][a-z]{0,6}!", r"(\w+ ){1,4}\w+"]
 
 
