@@ -19,6 +19,7 @@ import json
 import random
 import time
 
+import numpy as np
 import pytest
 from canonical_corpus import Oracle, relation_witness, sample_strings
 from conftest import TOKENIZERS, get_tokenizer_dir, get_vocab
@@ -233,3 +234,27 @@ def test_llama3_builds_within_a_minute():
     rel = build_relation(get_vocab("llama3"), cache=False)
     assert time.perf_counter() - began <= 60
     assert rel.build_seconds <= 60
+
+
+def _allowed_agrees_with_allowed_exact(name: str, text: str) -> int:
+    """``allowed`` (one check per shape) against ``allowed_exact`` (token by token) after each token of ``text``."""
+    rel, vocab = relation(name), get_vocab(name)
+    state, checked = rel.start_state(), 0
+    for t in vocab.encode(text):
+        fast = set(rel.allowed(state).tolist())
+        exact = {u for u, data in enumerate(vocab.tokens) if data is not None and rel.allowed_exact(state, u)}
+        assert fast == exact, [vocab.tokens[u] for u in sorted(fast ^ exact)[:10]]
+        assert np.array_equal(rel.allowed(state), rel.allowed(state))  # the remembered answer
+        state = rel.step(state, t)
+        checked += 1
+    return checked
+
+
+def test_allowed_agrees_with_allowed_exact():
+    assert _allowed_agrees_with_allowed_exact("smollm2", "it's\n") > 2
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", TOKENIZERS)
+def test_allowed_agrees_with_allowed_exact_on_all_tokenizers(name):
+    assert _allowed_agrees_with_allowed_exact(name, "Hi  it's <thi 1234\n é<unused") > 5

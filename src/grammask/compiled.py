@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import threading
 import warnings
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Literal, overload
 
 from grammask.budget import (
     BUDGET_KIND,
@@ -19,8 +21,16 @@ from grammask.budget import (
     encode_budget_tables,
 )
 from grammask.cache import DiskCache
+from grammask.canonical import CanonicalRelation, build_relation
+from grammask.canonical_matcher import CanonicalMatcher, ForcedTextCheck, RegexProduct
 from grammask.engine import Engine
-from grammask.errors import BudgetError, BudgetUnsupportedError
+from grammask.errors import (
+    BudgetError,
+    BudgetUnsupportedError,
+    CanonicalError,
+    ConfigurationError,
+    VocabularyError,
+)
 from grammask.grammar.ir import Grammar
 from grammask.matcher import Matcher
 from grammask.vocab import Vocabulary
@@ -44,7 +54,10 @@ class CompileStats:
 class CompiledGrammar:
     """A grammar compiled for one vocabulary: immutable, shareable between threads and matchers."""
 
-    def __init__(self, grammar: Grammar, engine: Engine, stats: CompileStats, disk: DiskCache, key: str):
+    def __init__(
+        self, grammar: Grammar, engine: Engine, stats: CompileStats, disk: DiskCache, key: str,
+        relation_of: Callable[[], CanonicalRelation] | None = None,
+    ):
         self.grammar = grammar
         self.stats = stats
         self._engine = engine
@@ -52,6 +65,9 @@ class CompiledGrammar:
         self._key = key
         self._budget: BudgetRuntime | None = None
         self._budget_lock = threading.Lock()
+        self._relation_of = relation_of or (lambda: build_relation(engine.vocab))
+        self._product: RegexProduct | None = None
+        self._forced: ForcedTextCheck | None = None
 
     @property
     def vocab(self) -> Vocabulary:
@@ -69,7 +85,16 @@ class CompiledGrammar:
         """Bytes held by the compiled tables (masks, lexer, parser)."""
         return self._engine.nbytes
 
-    def matcher(self, max_tokens: int | None = None, *, prefix: str | bytes = "") -> Matcher:
+    @overload
+    def matcher(self, max_tokens: int | None = None, *, prefix: str | bytes = "",
+                canonical: Literal[False] = False) -> Matcher: ...
+
+    @overload
+    def matcher(self, max_tokens: None = None, *, prefix: Literal[""] = "",
+                canonical: Literal[True]) -> CanonicalMatcher: ...
+
+    def matcher(self, max_tokens: int | None = None, *, prefix: str | bytes = "",
+                canonical: bool = False) -> Matcher | CanonicalMatcher:
         """A fresh matcher at the start of a document, or just after ``prefix``.
 
         ``prefix``: text the document starts with, as if it had been generated (code already in the
@@ -77,12 +102,35 @@ class CompiledGrammar:
         ``max_tokens`` and ``rollback``/``reset`` never go before it.
         ``max_tokens``: a budget ``N`` on the generated output, EOS included; the masks then keep a
         complete output within ``N`` tokens reachable (see :mod:`grammask.budget`).
+        ``canonical``: a :class:`~grammask.canonical_matcher.CanonicalMatcher`, whose tokens are also the
+        vocabulary's tokenizer's own encoding of the text (no dead ends for a regex grammar); not yet
+        with ``max_tokens`` or ``prefix``.
 
         Raises :class:`~grammask.errors.TextRejectedError` (with the byte position) for a prefix no
         sentence starts with, :class:`~grammask.errors.BudgetError` when no output fits the budget,
-        and :class:`~grammask.errors.ConfigurationError` when ``max_tokens`` is not an int.
+        :class:`~grammask.errors.ConfigurationError` when ``max_tokens`` is not an int or ``canonical``
+        comes with ``max_tokens`` or ``prefix``, and :class:`~grammask.errors.CanonicalError` when the
+        vocabulary has no tokenizer, its tokenizer's canonical encodings cannot be modelled, or (regex) no string
+        of the language has one.
         """
-        return Matcher(self, max_tokens=max_tokens, prefix=prefix)
+        if not canonical:
+            return Matcher(self, max_tokens=max_tokens, prefix=prefix)
+        if max_tokens is not None or prefix:
+            raise ConfigurationError("canonical=True does not combine with max_tokens or prefix yet; "
+                                     "drop one of them")
+        try:
+            relation = self._relation_of()
+        except VocabularyError as e:
+            if isinstance(e, CanonicalError):
+                raise
+            raise CanonicalError(f"canonical=True needs the tokenizer of vocabulary {self.vocab.name!r}: {e}") from e
+        with self._budget_lock:
+            if self._product is None and self._forced is None:
+                if RegexProduct.applies(self):
+                    self._product = RegexProduct(self, relation)
+                else:
+                    self._forced = ForcedTextCheck(self, relation)
+        return CanonicalMatcher(self, relation, self._product, self._forced)
 
     def limited_matcher(self, max_tokens: int, *, lenient: bool = False) -> Matcher:
         """A matcher for one output of at most ``max_tokens`` tokens (EOS included).
@@ -104,8 +152,10 @@ class CompiledGrammar:
 
     def with_grammar(self, grammar: Grammar) -> CompiledGrammar:
         """The same tables under another grammar object of the same language (its name and notes)."""
-        twin = CompiledGrammar(grammar, self._engine, self.stats, self._disk, self._key)
+        twin = CompiledGrammar(grammar, self._engine, self.stats, self._disk, self._key, self._relation_of)
         twin._budget = self._budget
+        twin._product = self._product
+        twin._forced = self._forced
         return twin
 
     def _budget_runtime(self) -> BudgetRuntime:

@@ -17,6 +17,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 
 from grammask.cache import DiskCache
+from grammask.canonical import CanonicalRelation, build_relation
 from grammask.compiled import CompiledGrammar, CompileStats
 from grammask.engine import Engine
 from grammask.errors import ConfigurationError, Deadline
@@ -51,6 +52,7 @@ class Compiler:
         self._memory: OrderedDict[str, CompiledGrammar] = OrderedDict()
         self._lock = threading.Lock()
         self._trie = _LazyTrie(vocab)
+        self._relation = _LazyRelation(vocab, cache is not False)
         self._threads = threads
         self._pool: ThreadPoolExecutor | None = None
 
@@ -83,7 +85,7 @@ class Compiler:
         (engine, stats), from_disk = self._disk.get_or_build(key, "", build, _encode, self._decode)
         if from_disk:
             stats = CompileStats(**{**stats.__dict__, "seconds": time.perf_counter() - start, "from_cache": True})
-        compiled = CompiledGrammar(grammar, engine, stats, self._disk, key)
+        compiled = CompiledGrammar(grammar, engine, stats, self._disk, key, self._relation)
         with self._lock:
             self._memory[key] = compiled
             while len(self._memory) > self._max_memory:
@@ -156,6 +158,23 @@ class _LazyTrie:
             if self._trie is None:
                 self._trie = VocabTrie.from_vocab(self._vocab)
             return self._trie
+
+
+class _LazyRelation:
+    """A vocabulary's canonical successor relation, built (or read from its disk cache) on the first call
+    (thread-safe); shared by the compiler's grammars, so canonical matchers share what it remembers."""
+
+    def __init__(self, vocab: Vocabulary, disk: bool):
+        self._vocab = vocab
+        self._disk = disk
+        self._relation: CanonicalRelation | None = None
+        self._lock = threading.Lock()
+
+    def __call__(self) -> CanonicalRelation:
+        with self._lock:
+            if self._relation is None:
+                self._relation = build_relation(self._vocab, cache=self._disk)
+            return self._relation
 
 
 def _encode(value: tuple[Engine, CompileStats]) -> tuple[dict, dict]:

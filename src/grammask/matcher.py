@@ -121,6 +121,16 @@ class Matcher:
         return stack is not None and self._runner.accepts_end(stack)
 
     @property
+    def lexer_state(self) -> int:
+        """The lexer state of the pending lexeme (-1 once EOS is accepted)."""
+        return self._lexstate
+
+    @property
+    def stack(self) -> tuple | None:
+        """The LR stack as a persistent ``(state, rest)`` tuple chain, top first (equal by value, never mutated)."""
+        return self._stack
+
+    @property
     def num_tokens(self) -> int:
         """Tokens accepted so far (EOS included)."""
         return len(self._history)

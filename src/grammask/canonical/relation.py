@@ -16,16 +16,21 @@ States are interned as small integers.
 from __future__ import annotations
 
 import itertools
+import threading
 import unicodedata
+from collections import OrderedDict
 from collections.abc import Sequence
 
 import numpy as np
 
+from grammask.bitmask import bool_to_bitmask
+from grammask.canonical.groups import TokenGroups
 from grammask.canonical.model import BYTE_TO_CHAR, BpeModel
 from grammask.canonical.pairs import PairTable, pair_kept
 from grammask.canonical.pretokens import Segmenter
 
 NOT_CANONICAL = -1
+_REMEMBERED_STATES = 1024
 
 
 def split_utf8(data: bytes) -> tuple[str, bytes] | None:
@@ -61,7 +66,7 @@ class CanonicalRelation:
     """The canonical successor relation of one tokenizer: ``start_state``, ``step``, ``can_end``, ``allowed``.
 
     Built by :func:`grammask.canonical.build_relation`. ``step`` and ``allowed`` remember what they
-    computed, so the relation is not thread-safe.
+    computed, so callers that share a relation between threads hold ``lock`` around their calls.
     """
 
     def __init__(
@@ -90,7 +95,9 @@ class CanonicalRelation:
             if self._tokens[i] is not None and 0x80 <= self._tokens[i][0] < 0xC0:
                 by_first.setdefault(self._tokens[i][0], []).append(i)
         self._by_first_byte = by_first
-        self._candidates = np.array([i for i, t in enumerate(self._tokens) if t is not None], dtype=np.int32)
+        self._groups: TokenGroups | None = None
+        self.lock = threading.RLock()
+        self._words: OrderedDict[int, np.ndarray] = OrderedDict()
 
     @property
     def nbytes(self) -> int:
@@ -120,21 +127,97 @@ class CanonicalRelation:
         return not window or self._check(at_start, window, final=True) is not None
 
     def allowed(self, state: int) -> np.ndarray:
-        """The token ids that keep the sequence canonical after ``state``, ascending (int32).
+        """The token ids that keep the sequence canonical after ``state``, ascending (int32)."""
+        bits = np.unpackbits(self.allowed_words(state).view(np.uint8), bitorder="little")
+        return np.flatnonzero(bits[: len(self._tokens)]).astype(np.int32)
 
-        A token after which the text may end is taken without looking further; the others go
-        through :meth:`step`.
+    def allowed_words(self, state: int) -> np.ndarray:
+        """:meth:`allowed` as a bitmask over the tokens (int32 words, xgrammar/vLLM layout); do not write to it.
+
+        Remembered for the last 1,024 states asked, so a state seen before costs a lookup.
         """
+        return self._answers(state)[0]
+
+    def ending_words(self, state: int) -> np.ndarray:
+        """The tokens after which the sequence may end (:meth:`can_end` of :meth:`step`), as :meth:`allowed_words`."""
+        return self._answers(state)[1]
+
+    def allowed_exact(self, state: int, token: int) -> bool:
+        """Whether ``token`` keeps the sequence canonical after ``state``, decided for this token alone.
+
+        A token after which the text may end is taken without looking further; the others go through
+        :meth:`step`. :meth:`allowed` gives the same answer for every token at once.
+        """
+        found = self._next.get((state, token))
+        return found != NOT_CANONICAL if found is not None else self._one(state, token)[0]
+
+    def _one(self, state: int, token: int) -> tuple[bool, bool]:
+        """(:meth:`allowed_exact`, whether the sequence may end after ``token``), for one token."""
         at_start, window = self._states[state]
-        keep = []
-        for t in self._candidates.tolist():
-            found = self._next.get((state, t))
-            if found is None:
-                may_end = self._check(at_start, (*window, t), final=True) is not None
-                found = 0 if may_end else self.step(state, t)
-            if found != NOT_CANONICAL:
-                keep.append(t)
-        return np.array(keep, dtype=np.int32)
+        may_end = self._check(at_start, (*window, token), final=True) is not None
+        return may_end or self.step(state, token) != NOT_CANONICAL, may_end
+
+    def _answers(self, state: int) -> tuple[np.ndarray, np.ndarray]:
+        found = self._words.get(state)
+        if found is None:
+            allowed, ends = self._decide_all(state)
+            found = (bool_to_bitmask(allowed), bool_to_bitmask(ends))
+            for words in found:
+                words.flags.writeable = False
+            self._words[state] = found
+            if len(self._words) > _REMEMBERED_STATES:
+                self._words.popitem(last=False)
+        else:
+            self._words.move_to_end(state)
+        return found
+
+    def _decide_all(self, state: int) -> tuple[np.ndarray, np.ndarray]:
+        """Per token id: :meth:`allowed_exact` and may-end, for the whole vocabulary (one check per shape, see
+        ``groups.py``)."""
+        if self._groups is None:
+            self._groups = TokenGroups(self._tokens, self._model, self._pairs, self._seg, self._byte_value)
+        groups = self._groups
+        at_start, window = self._states[state]
+        out = np.zeros(len(self._tokens), dtype=bool)
+        ends = np.zeros(len(self._tokens), dtype=bool)
+        conditions: dict[tuple[tuple[int, ...], bool], np.ndarray | None] = {}
+        for members in groups.members:
+            rep = (*window, int(members[0]))
+            for final in (True, False):
+                if not final and out[members].all():
+                    break  # the open text allows no more than every member
+                alts: list[tuple[tuple[int, ...], bool]] = []
+                self._check(at_start, rep, final=final, alts=alts)
+                for alt in set(alts):
+                    if alt not in conditions:
+                        conditions[alt] = self._condition(*alt)
+                    cond = conditions[alt]
+                    if cond is not None:
+                        out[members] |= cond[members]
+                if final:
+                    ends[members] = out[members]
+                if any(not prev for prev, _ in alts) and groups.own_piece is None:
+                    break  # a group starting with the token asks only that it is whole: nothing allows more
+        split = split_utf8(b"".join(self._tokens[t] for t in window))
+        inside = split is not None and bool(split[1])
+        singles = groups.single[groups.single_goes_on == inside].tolist()
+        for t in singles + groups.completing_added(split[0] if split else ""):
+            out[t], ends[t] = self._one(state, t)
+        return out, ends
+
+    def _condition(self, prev: tuple[int, ...], closed: bool) -> np.ndarray | None:
+        """Per token id: whether it may end a pre-token group that starts with ``prev`` (None: no id may)."""
+        groups = self._groups
+        if prev and not self._group_ok(list(prev), False):
+            return None
+        cond = groups.kept_after(prev[-1]) if prev else groups.whole.copy()
+        if closed and groups.own_piece is not None:
+            if prev:
+                cond[groups.piece_extensions(b"".join(self._tokens[t] for t in prev))] = False
+            else:
+                piece = groups.own_piece
+                cond = np.where(piece >= 0, piece == np.arange(len(piece)), cond)
+        return cond
 
     def accepts(self, ids: Sequence[int]) -> int:
         """How many of ``ids`` are taken before the first non-canonical step; ``len(ids) + 1`` if all is canonical."""
@@ -181,10 +264,14 @@ class CanonicalRelation:
                     return True
         return False
 
-    def _check(self, at_start: bool, window: tuple[int, ...], final: bool) -> int | None:
+    def _check(
+        self, at_start: bool, window: tuple[int, ...], final: bool, alts: list[tuple[tuple[int, ...], bool]] | None = None
+    ) -> int | None:
         """How many leading tokens of ``window`` to forget; None when no text can follow it canonically.
 
-        ``final``: the text ends with the window.
+        ``final``: the text ends with the window. ``alts``: leave the last token's own id open: the
+        pre-token group it ends is not checked, and each cut hypothesis under which the rest holds adds
+        ``(the tokens before it in its group, whether the group is closed)`` to ``alts``.
         """
         parts = [self._tokens[t] for t in window]
         data = b"".join(parts)
@@ -215,7 +302,9 @@ class CanonicalRelation:
         if token < len(window):
             region = text[char:]
             hypotheses = (self._seg.closed_cuts(region),) if final else self._seg.cuts(region, partial)
-            good = self._region_cut(window, ends, token, len(window), char_at, char, len(region), hypotheses, partial)
+            good = self._region_cut(
+                window, ends, token, len(window), char_at, char, len(region), hypotheses, partial, alts
+            )
             if good is None:
                 return None
             certain.add(char_at[char])
@@ -233,10 +322,11 @@ class CanonicalRelation:
         n: int,
         hypotheses: Sequence[tuple[int, ...]],
         partial: bytes,
+        alts: list[tuple[tuple[int, ...], bool]] | None = None,
     ) -> list[tuple[int, ...]] | None:
         """The hypotheses (cuts) under which tokens ``t0:t1``, spelling ``n`` characters from ``c0``, are canonical.
 
-        None when there is none.
+        None when there is none. ``alts``: see :meth:`_check` (the last group is left open).
         """
         token_ends = set(ends[t0:t1])
         good = []
@@ -253,8 +343,12 @@ class CanonicalRelation:
                     group, k = [], k + 1
             if group:
                 groups.append((group, closed))
+            if alts is not None:
+                *groups, (last, last_closed) = groups
             if all(self._group_ok(g, c) for g, c in groups):
                 good.append(cuts)
+                if alts is not None:
+                    alts.append((tuple(last[:-1]), last_closed))
         return good or None
 
     def _group_ok(self, group: list[int], closed: bool) -> bool:

@@ -1,0 +1,508 @@
+"""Canonical matchers: a grammar matcher whose tokens also stay the tokenizer's own encoding of the text.
+
+:class:`CanonicalMatcher` walks a plain :class:`~grammask.matcher.Matcher` and a state of the tokenizer's
+canonical successor relation (:mod:`grammask.canonical`) side by side. Its mask is the grammar's mask AND
+the relation's allowed tokens, with EOS only where the grammar accepts and the relation may end.
+
+For a regex grammar (one terminal, as :meth:`Grammar.from_regex <grammask.grammar.ir.Grammar>` makes)
+the matcher's state is the lexer state, so the pairs (lexer state, relation state) are the states of the
+product of the regex's token-level automaton with the relation (CartesianMerge, Alg. 5-6 of the seed
+paper). :class:`RegexProduct` keeps in the mask only tokens that lead to a pair from which an accepting
+pair (a complete match that the relation may end on) is reachable, so a canonical regex matcher never
+reaches a dead end. The product is explored lazily: a depth-first search per pair, tokens in order of the
+bytes left to a match, remembered once decided. A search that would expand more than ``search_limit``
+pairs, or go 400 tokens deep, gives up and keeps the token (counted in ``undecided``), which only happens
+for languages whose canonical tokenizations never settle (long runs inside one pre-token); so does a mask
+with more than ``mask_searches`` tokens to search from (a wide character class before a required suffix),
+for time. The exactness and no-dead-end guarantee hold where nothing is undecided.
+
+Other grammars get the mask AND the relation, less the tokens :class:`ForcedTextCheck` finds dead (a
+keyword left unfinished that only non-canonical tokens could finish), without a full guarantee: a token
+may still be allowed after which every way on the grammar allows is non-canonical (tests measure how
+often on JSON and C).
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from grammask.bitmask import bitmask_words, bool_to_bitmask
+from grammask.canonical import NOT_CANONICAL, CanonicalRelation
+from grammask.errors import (
+    CanonicalError,
+    MatcherStateError,
+    TokenOutOfRangeError,
+    TokenRejectedError,
+)
+from grammask.matcher import Matcher
+from grammask.spanner import SequenceTable, walk_alive
+
+if TYPE_CHECKING:
+    from grammask.compiled import CompiledGrammar
+
+_REMEMBERED_MASKS = 4096
+# With a product, a mask of at most this many grammar tokens is checked token by token (``step``) rather
+# than ANDed with the relation's whole allowed set, which a new relation state pays for once.
+_FEW_TOKENS = 4096
+# A product mask with more candidates than this reads the relation's may-end set instead of stepping each.
+_FEW_STEPS = 64
+_MAX_DEPTH = 400  # product pairs on one search path (Python recursion)
+_NARROW_DEPTH = 8  # tokens ForcedTextCheck follows through unfinished lexemes
+
+
+class _Undecided(Exception):
+    """A product search went past its limit."""
+
+
+class RegexProduct:
+    """The product of a regex grammar's token-level automaton with a canonical relation, explored on demand.
+
+    ``alive(q, r)``: whether from lexer state ``q`` and relation state ``r`` some token sequence reaches a
+    complete match the relation may end on. ``restrict(row, q, r)`` clears the tokens of a mask row that
+    lead to dead pairs. ``pairs`` counts the pairs decided so far, ``undecided`` the searches given up and
+    the tokens kept unsearched: one mask searches from at most ``mask_searches`` tokens (those that do not
+    end a match the relation may end on; a step and a search cost about a millisecond each), and keeps the
+    others where the relation allows them.
+    """
+
+    def __init__(self, compiled: CompiledGrammar, relation: CanonicalRelation, search_limit: int = 20_000,
+                 mask_searches: int = 64):
+        engine = compiled._engine
+        self._lexer = engine.lexer
+        self._engine = engine
+        self._relation = relation
+        self._search_limit = search_limit
+        self._empty_ok = compiled.matcher().is_accepting()
+        self._distance = _distance_to_accept(engine.lexer.trans, engine.lexer.accept)
+        self._succ: dict[int, tuple[list[int], dict[int, int]]] = {}
+        self._alive: dict[tuple[int, int], bool] = {}
+        self._masks: OrderedDict[tuple[int, int], np.ndarray] = OrderedDict()
+        self.undecided = 0
+        self.mask_searches = mask_searches
+
+    @staticmethod
+    def applies(compiled: CompiledGrammar) -> bool:
+        """Whether ``compiled`` is a regex grammar: one terminal, nothing ignored, ``start`` is it or empty."""
+        g = compiled.grammar
+        return (len(g.terminals) <= 1 and not g.ignore
+                and all(r.lhs == g.start and r.rhs in ((), tuple(t.name for t in g.terminals)) for r in g.rules))
+
+    @property
+    def pairs(self) -> int:
+        """How many (lexer state, relation state) pairs have been decided."""
+        return len(self._alive)
+
+    def accepting(self, q: int, r: int) -> bool:
+        """Whether the text may end at lexer state ``q`` and relation state ``r``."""
+        done = self._empty_ok if q == 0 else self._lexer.accept[q] >= 0
+        return bool(done) and self._relation.can_end(r)
+
+    def restrict(self, row: np.ndarray, q: int, r: int) -> None:
+        """Clears, in a grammar mask row (maybe already ANDed with the relation), the tokens that are not canonical
+        steps from ``r`` or lead to dead pairs."""
+        key = (q, r)
+        keep = self._masks.get(key)
+        if keep is None:
+            bits = np.unpackbits(row.view(np.uint8), bitorder="little").astype(bool)
+            candidates = np.flatnonzero(bits).tolist()
+            ends = np.zeros(0, dtype=np.uint8)
+            if len(candidates) > _FEW_STEPS:  # the relation's answer for every token beats many steps
+                ends = np.unpackbits(self._relation.ending_words(r).view(np.uint8), bitorder="little")
+            _, targets = self.successors(q)
+            matched = self._lexer.accept
+            searches = self.mask_searches
+            canonical = None
+            for t in candidates:
+                q2 = targets.get(t)  # None only for EOS, which the caller sets itself
+                if q2 is not None and matched[q2] >= 0 and t < len(ends) and ends[t]:
+                    continue  # a complete match the relation may end on
+                if q2 is not None and searches <= 0 and t < len(ends):
+                    self.undecided += 1  # past this mask's searches: kept when the relation allows it
+                    if canonical is None:
+                        canonical = np.unpackbits(self._relation.allowed_words(r).view(np.uint8), bitorder="little")
+                    bits[t] = canonical[t]
+                    continue
+                searches -= 1
+                r2 = NOT_CANONICAL if q2 is None else self._relation.step(r, t)
+                bits[t] = r2 != NOT_CANONICAL and self.alive(q2, r2)
+            keep = bool_to_bitmask(bits)[: row.shape[-1]]
+            self._masks[key] = keep
+            if len(self._masks) > _REMEMBERED_MASKS:
+                self._masks.popitem(last=False)
+        else:
+            self._masks.move_to_end(key)
+        row &= keep
+
+    def successors(self, q: int) -> tuple[list[int], dict[int, int]]:
+        """The tokens readable from lexer state ``q`` without ending the match, nearest to a match first, and
+        each one's next lexer state."""
+        found = self._succ.get(q)
+        if found is None:
+            trie = self._engine.trie
+            seqs = SequenceTable(max(1, len(self._lexer.terminals)))
+            entries, seq, end = walk_alive(trie, self._lexer.trans, self._lexer.accept, self._engine.parser_term,
+                                           q, seqs)
+            keep = seq == 0
+            ids, ends = trie.token_ids[entries[keep]], end[keep]
+            order = np.lexsort((ids, self._distance[ends]))
+            found = (ids[order].tolist(), dict(zip(ids.tolist(), ends.tolist())))
+            self._succ[q] = found
+        return found
+
+    def alive(self, q: int, r: int) -> bool:
+        """Whether an accepting pair is reachable from ``(q, r)`` (True when the search gives up)."""
+        found = self._alive.get((q, r))
+        if found is not None:
+            return found
+        try:
+            return self._visit((q, r), {}, [], [self._search_limit])[0]
+        except _Undecided:
+            self.undecided += 1
+            return True
+
+    def _visit(self, node: tuple[int, int], index: dict, order: list, budget: list[int]) -> tuple[bool, int]:
+        """Tarjan-style search: (alive, lowest index on the path it reached); dead pairs are remembered per
+        strongly connected part, once its root is done."""
+        found = self._alive.get(node)
+        if found is not None:
+            return found, len(order) + 1
+        if node in index:
+            return False, index[node]
+        q, r = node
+        if self.accepting(q, r):
+            self._alive[node] = True
+            return True, len(order) + 1
+        budget[0] -= 1
+        if budget[0] < 0 or len(order) >= _MAX_DEPTH:
+            raise _Undecided
+        me = index[node] = len(order)
+        order.append(node)
+        low = me
+        tokens, targets = self.successors(q)
+        for t in tokens:
+            r2 = self._relation.step(r, t)
+            if r2 == NOT_CANONICAL:
+                continue
+            ok, reached = self._visit((targets[t], r2), index, order, budget)
+            if ok:
+                self._alive[node] = True
+                for other in order[me:]:
+                    del index[other]
+                del order[me:]
+                return True, len(order) + 1
+            low = min(low, reached)
+        if low == me:
+            for other in order[me:]:
+                self._alive[other] = False
+                del index[other]
+            del order[me:]
+        return False, low
+
+
+class ForcedTextCheck:
+    """For any grammar: tokens after which every continuation the grammar allows soon stops being canonical.
+
+    After token ``t`` the pending lexeme may be unable to end as a terminal the parser accepts: unfinished
+    (``" fals"`` in JSON) or a terminal the parser refuses here (``"sta"`` at the top of a C file is an
+    identifier, but only ``static`` or ``struct`` may come). For such tokens of a mask, ``restrict`` asks the
+    grammar matcher which tokens it allows after ``t`` (at most ``few``, else ``t`` is kept; an unfinished
+    lexeme the lexer alone lets more than ``few`` tokens follow is not probed): if none is a
+    canonical step, or each one that is leaves such a lexeme again and is dead in turn (``"n"``, ``"ul"``
+    before ``"l"``: ``null`` is one token; up to 8 tokens deep), ``t`` is a dead end and is cleared. Sound
+    (it clears only dead ends) but not complete: dead ends further away (an unfinished string that only a
+    non-canonical token could close, say) stay. Remembered per (lexer state, stack, relation state);
+    ``cleared`` counts the tokens found dead.
+    """
+
+    def __init__(self, compiled: CompiledGrammar, relation: CanonicalRelation, few: int = 256):
+        engine = compiled._engine
+        self._engine = engine
+        self._runner = engine.runner
+        self._relation = relation
+        self._few = few
+        self._eos = frozenset(compiled.vocab.eos_ids)
+        self._by_end: dict[int, list[tuple[int, tuple[int, ...], list[int]]]] = {}
+        self._wide_memo: dict[int, bool] = {}
+        self._verdicts: OrderedDict[tuple, list[int]] = OrderedDict()
+        self.cleared = 0
+
+    def restrict(self, row: np.ndarray, matcher: Matcher, r: int) -> None:
+        """Clears, in a mask row of ``matcher`` at relation state ``r``, the tokens found to be dead ends.
+
+        Remembered per (lexer state, stack, relation state): stacks are tuples, equal by value.
+        """
+        key = (matcher.lexer_state, matcher.stack, r)
+        dead = self._verdicts.get(key)
+        if dead is None:
+            dead = []
+            for q2, terminals, tokens in self._tokens_by_end(matcher.lexer_state):
+                stack = self._runner.feed_all(matcher.stack, terminals) if terminals else matcher.stack
+                if stack is None or not self._unfinished(q2, stack) or self._wide(q2):
+                    continue
+                present = [t for t in tokens if row[t >> 5] >> (t & 31) & 1]
+                if not present:
+                    continue
+                probe = matcher.fork()  # the tokens of a group leave the same lexer state and stack
+                probe.advance(present[0])
+                ids = probe.allowed_tokens()
+                if len(ids) > self._few:
+                    continue
+                allowed = ids.tolist()
+                for t in present:
+                    after = self._relation.step(r, t)
+                    if after != NOT_CANONICAL and self._dead(probe, after, _NARROW_DEPTH, allowed):
+                        dead.append(t)
+                        self.cleared += 1
+            self._verdicts[key] = dead
+            if len(self._verdicts) > _REMEMBERED_MASKS:
+                self._verdicts.popitem(last=False)
+        else:
+            self._verdicts.move_to_end(key)
+        for t in dead:
+            row[t >> 5] &= ~np.int32(np.uint32(1 << (t & 31)).view(np.int32))
+
+    def _dead(self, probe: Matcher, r: int, depth: int, allowed: list[int] | None = None) -> bool:
+        """Whether no canonical continuation ends from grammar state ``probe`` (``allowed``: its mask, if known) and
+        relation state ``r``, as far as unfinished lexemes go (``depth`` more tokens); False where it cannot tell."""
+        if probe.is_accepting() and self._relation.can_end(r):
+            return False
+        if allowed is None:
+            ids = probe.allowed_tokens()
+            if len(ids) > self._few:
+                return False
+            allowed = ids.tolist()
+        for u in allowed:
+            if u in self._eos:
+                continue
+            after = self._relation.step(r, u)
+            if after == NOT_CANONICAL:
+                continue
+            if depth == 0:
+                return False
+            deeper = probe.fork()
+            deeper.advance(u)
+            if not self._unfinished(deeper.lexer_state, deeper.stack) or not self._dead(deeper, after, depth - 1):
+                return False
+        return True
+
+    def _unfinished(self, q: int, stack) -> bool:
+        """Whether a pending lexeme in lexer state ``q`` cannot end as a terminal the parser takes on ``stack``."""
+        if q <= 0:
+            return False  # nothing pending (0) or after EOS
+        term = int(self._engine.lexer.accept[q])
+        if term < 0:
+            return True
+        parser_term = int(self._engine.parser_term[term])
+        return parser_term >= 0 and self._runner.feed(stack, parser_term) is None
+
+    def _wide(self, q: int) -> bool:
+        """Whether a lexeme unfinished in lexer state ``q`` lets more than ``few`` tokens follow (inside a string)."""
+        found = self._wide_memo.get(q)
+        if found is None:
+            found = self._wide_memo[q] = (self._engine.lexer.accept[q] < 0
+                                          and sum(len(ts) for _, _, ts in self._tokens_by_end(q)) > self._few)
+        return found
+
+    def _tokens_by_end(self, q: int) -> list[tuple[int, tuple[int, ...], list[int]]]:
+        """The tokens the lexer reads from ``q``, grouped by the parser terminals they complete and the lexer state
+        after them: ``(lexer state, terminals, tokens)`` per group."""
+        found = self._by_end.get(q)
+        if found is None:
+            lexer, trie = self._engine.lexer, self._engine.trie
+            seqs = SequenceTable(max(1, len(lexer.terminals)))
+            entries, seq, end = walk_alive(trie, lexer.trans, lexer.accept, self._engine.parser_term, q, seqs)
+            groups: dict[tuple[int, int], list[int]] = {}
+            for t, s_, q2 in zip(trie.token_ids[entries].tolist(), seq.tolist(), end.tolist()):
+                groups.setdefault((q2, s_), []).append(t)
+            found = self._by_end[q] = [(q2, seqs.sequence(s_), sorted(ts)) for (q2, s_), ts in groups.items()]
+        return found
+
+
+def _distance_to_accept(trans: np.ndarray, accept: np.ndarray) -> np.ndarray:
+    """Per lexer state: the fewest bytes to an accepting state (a large number where there is none)."""
+    n = trans.shape[0]
+    far = np.int64(1 << 30)
+    dist = np.full(n, far, dtype=np.int64)
+    dist[accept >= 0] = 0
+    dist[0] = min(dist[0], far)
+    sources, _ = np.nonzero(trans >= 0)
+    targets = trans[trans >= 0]
+    changed = True
+    while changed:
+        best = np.full(n, far, dtype=np.int64)
+        np.minimum.at(best, sources, dist[targets] + 1)
+        new = np.minimum(dist, best)
+        changed = bool((new != dist).any())
+        dist = new
+    return dist
+
+
+def _popcount(row: np.ndarray) -> int:
+    """Set bits in a mask row."""
+    return int(np.unpackbits(row.view(np.uint8)).sum())
+
+
+class CanonicalMatcher:
+    """A grammar matcher whose masks also keep the token sequence the tokenizer's own encoding of its text.
+
+    Token ``t`` is allowed iff the grammar allows it and the sequence stays a prefix of the canonical
+    encoding of some text (for a regex grammar: of some string of the language, see :class:`RegexProduct`).
+    EOS is allowed iff the grammar accepts and the sequence is the encoding of its text. Made by
+    ``compiled.matcher(canonical=True)``; the operations are those of :class:`~grammask.matcher.Matcher`.
+    """
+
+    __slots__ = ("_eos", "_forced", "_history", "_lexstate", "_matcher", "_product", "_relation", "_state", "compiled")
+
+    def __init__(self, compiled: CompiledGrammar, relation: CanonicalRelation, product: RegexProduct | None,
+                 forced: ForcedTextCheck | None = None):
+        """A canonical matcher at the start of a document; use ``compiled.matcher(canonical=True)`` (which documents
+        what it raises)."""
+        self.compiled = compiled
+        self._matcher = Matcher(compiled)
+        self._relation = relation
+        self._product = product
+        self._forced = forced
+        self._state = relation.start_state()
+        self._lexstate = 0  # the regex's lexer state (with a product only)
+        self._history: list[tuple[int, int]] = []
+        self._eos = sorted(compiled.vocab.eos_ids)
+        if product is not None:
+            with relation.lock:
+                if not product.alive(0, self._state):
+                    raise CanonicalError(
+                        f"no string of {compiled.grammar.name!r} has a canonical tokenization with {compiled.vocab.name}"
+                        f" (a tokenizer that writes a space before the text needs a pattern that starts with one)"
+                    )
+
+    @property
+    def relation_state(self) -> int:
+        """The canonical relation's state (see :class:`~grammask.canonical.CanonicalRelation`)."""
+        return self._state
+
+    @property
+    def num_tokens(self) -> int:
+        """Tokens accepted so far (EOS included)."""
+        return self._matcher.num_tokens
+
+    def is_terminated(self) -> bool:
+        """True once EOS has been accepted."""
+        return self._matcher.is_terminated()
+
+    def is_accepting(self) -> bool:
+        """True iff the text so far is a whole sentence and the tokens are its encoding (EOS allowed now)."""
+        if not self._matcher.is_accepting():
+            return False
+        with self._relation.lock:
+            return self._relation.can_end(self._state)
+
+    def fill_mask(self, row: np.ndarray) -> None:
+        """Write the allowed-token bitmask into ``row`` (int32 words, xgrammar/vLLM layout).
+
+        Raises :class:`~grammask.errors.ConfigurationError` if ``row`` has the wrong number of words.
+        """
+        self._matcher.fill_mask(row)
+        if self._matcher.is_terminated():
+            return
+        eos = [t for t in self._eos if row[t >> 5] >> (t & 31) & 1]
+        with self._relation.lock:
+            if self._product is None or _popcount(row) > _FEW_TOKENS:
+                allowed = self._relation.allowed_words(self._state)
+                n = min(len(allowed), row.shape[-1])
+                row[:n] &= allowed[:n]
+                row[n:] = 0
+            if self._product is not None:
+                self._product.restrict(row, self._lexstate, self._state)
+            elif self._forced is not None:
+                self._forced.restrict(row, self._matcher, self._state)
+            if eos and self._relation.can_end(self._state):
+                for t in eos:
+                    row[t >> 5] |= np.uint32(1 << (t & 31)).view(np.int32)
+
+    def allowed_tokens(self) -> np.ndarray:
+        """The allowed token ids, sorted (a convenience built on :meth:`fill_mask`)."""
+        n = self.compiled.vocab.n_logits
+        row = np.zeros(bitmask_words(n), dtype=np.int32)
+        self.fill_mask(row)
+        return np.flatnonzero(np.unpackbits(row.view(np.uint8), bitorder="little")[:n])
+
+    def advance(self, token_id: int) -> None:
+        """Accept one token.
+
+        Raises :class:`~grammask.errors.TokenRejectedError` (state unchanged) if it is not allowed,
+        :class:`~grammask.errors.TokenOutOfRangeError` for an id outside ``[0, vocab.n_logits)``, and
+        :class:`~grammask.errors.MatcherStateError` after EOS.
+        """
+        vocab = self.compiled.vocab
+        if not 0 <= token_id < vocab.n_logits:
+            raise TokenOutOfRangeError(f"token id {token_id} is out of range [0, {vocab.n_logits})")
+        if self._matcher.is_terminated():
+            raise MatcherStateError("the matcher has already accepted EOS; roll back or start a new matcher")
+        rel = self._relation
+        with rel.lock:
+            if token_id in vocab.eos_ids:
+                if not rel.can_end(self._state):
+                    raise TokenRejectedError(token_id, "(EOS) is not allowed: the tokens are not the tokenizer's "
+                                             "encoding of the text")
+                self._matcher.advance(token_id)
+                self._history.append((self._state, self._lexstate))
+                return
+            after = rel.step(self._state, token_id)
+            if after == NOT_CANONICAL:
+                raise TokenRejectedError(token_id, "is not allowed: the tokenizer would not write the text this way")
+            lexstate = self._lexstate
+            if self._product is not None:
+                lexstate = self._product.successors(self._lexstate)[1].get(token_id, -1)
+                if lexstate >= 0 and not self._product.alive(lexstate, after):
+                    raise TokenRejectedError(token_id, "is not allowed: no string of the regex goes on from it in "
+                                             "the tokenizer's own encoding")
+            self._matcher.advance(token_id)
+        self._history.append((self._state, self._lexstate))
+        self._state, self._lexstate = after, lexstate
+
+    def accept_token(self, token_id: int) -> bool:
+        """Like :meth:`advance` but returns False instead of raising for a disallowed token."""
+        try:
+            self.advance(token_id)
+        except TokenRejectedError:
+            return False
+        return True
+
+    def accept_tokens(self, token_ids: Sequence[int]) -> int:
+        """Accept tokens in order up to the first one not allowed; how many were accepted."""
+        for n, token_id in enumerate(token_ids):
+            if not self.accept_token(int(token_id)):
+                return n
+        return len(token_ids)
+
+    def validate_tokens(self, token_ids: Sequence[int]) -> int:
+        """How many leading tokens of ``token_ids`` would be accepted in order; the state is unchanged."""
+        n = self.accept_tokens(token_ids)
+        self.rollback(n)
+        return n
+
+    def rollback(self, k: int = 1) -> None:
+        """Undo the last ``k`` accepted tokens.
+
+        Raises :class:`~grammask.errors.MatcherStateError` if fewer were accepted or ``k`` is negative.
+        """
+        self._matcher.rollback(k)
+        if k:
+            self._state, self._lexstate = self._history[-k]
+            del self._history[-k:]
+
+    def fork(self) -> CanonicalMatcher:
+        """An independent matcher in the same state."""
+        other = CanonicalMatcher.__new__(CanonicalMatcher)
+        for name in CanonicalMatcher.__slots__:
+            setattr(other, name, getattr(self, name))
+        other._matcher = self._matcher.fork()
+        other._history = list(self._history)
+        return other
+
+    def reset(self) -> None:
+        """Back to the start of a document."""
+        self.rollback(len(self._history))
