@@ -65,6 +65,10 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         "--stop", action="append", default=[], metavar="TEXT",
         help="end the output at TEXT where what precedes it is a whole sentence of the grammar (repeatable)",
     )
+    p.add_argument(
+        "--canonical", action="store_true",
+        help="allow only token sequences the model's tokenizer itself would write (no token budget then)",
+    )
     p.add_argument("--json-out", action="store_true", help="print one JSON object: text, tokens, stats")
 
 
@@ -103,6 +107,7 @@ def _generate(args: argparse.Namespace) -> int:
         seed=args.seed,
         chat=False if args.no_chat else None,
         stop=args.stop,
+        canonical=args.canonical,
     )
     if args.json_out:
         print(json.dumps({"text": result.text, "tokens": result.tokens, "stats": result.stats.to_dict()}))

@@ -15,7 +15,7 @@ from grammask.decoding.sample import Sample
 from grammask.decoding.stats import GenerationStats
 from grammask.decoding.stops import StopMatcher, StopRule
 from grammask.decoding.strategy import Strategy
-from grammask.errors import DecodingError, GrammarError
+from grammask.errors import ConfigurationError, DecodingError, GrammarError
 from grammask.grammar.ir import Grammar
 from grammask.models.load import ModelLike, load_model
 from grammask.models.protocol import TextModel
@@ -96,6 +96,7 @@ def generate(
     seed: int | None = None,
     chat: bool | None = None,
     stop: Sequence[str] = (),
+    canonical: bool = False,
 ) -> Generation:
     """Generate a reply to ``prompt`` that follows ``grammar`` (unconstrained when None).
 
@@ -104,14 +105,18 @@ def generate(
     model's chat template (None: when it has one). ``stop``: strings that end the output where the text
     before them is a whole sentence of the grammar (anywhere, unconstrained); the returned text stops
     before the stop string, ``tokens`` still hold the token that completed it, and
-    ``stats.stop_reason`` is ``"stop"``.
+    ``stats.stop_reason`` is ``"stop"``. ``canonical``: allow only token sequences the model's tokenizer
+    would write for their text (``compiled.matcher(canonical=True)``; no token budget then, so the output
+    may be cut at ``max_tokens``).
 
     Raises :class:`~grammask.errors.ModelError` (or :class:`~grammask.errors.FetchError` for the default
     model) when the model cannot be loaded; :class:`~grammask.errors.DecodingError` for an unknown strategy,
     ``max_tokens`` below 1, an empty stop string, a chat template the model lacks, or a prompt that is empty or does not fit the
     model's context window; the :class:`~grammask.errors.GrammarError` subclasses of a grammar that cannot
-    be compiled (or was compiled for another vocabulary); and :class:`~grammask.errors.BudgetError` when no
-    output of the grammar fits in ``max_tokens``.
+    be compiled (or was compiled for another vocabulary); :class:`~grammask.errors.BudgetError` when no
+    output of the grammar fits in ``max_tokens``; :class:`~grammask.errors.CanonicalError` for ``canonical``
+    with a tokenizer that has no canonical relation, and :class:`~grammask.errors.ConfigurationError` for
+    ``canonical`` without a grammar.
     """
     text_model = load_model(model)
     if isinstance(strategy, str):
@@ -119,7 +124,12 @@ def generate(
     compiled = compile_for(grammar, text_model)
     prompt_ids = text_model.encode_prompt(prompt, chat=chat)
     check_fits(text_model, len(prompt_ids), max_tokens)
-    matcher = compiled.limited_matcher(max_tokens) if compiled is not None else None
+    if canonical and compiled is None:
+        raise ConfigurationError("canonical=True needs a grammar: unconstrained decoding is already the model's own")
+    if compiled is None:
+        matcher = None
+    else:
+        matcher = compiled.matcher(canonical=True) if canonical else compiled.limited_matcher(max_tokens)
     rule = StopRule(stop, compiled) if stop else None
     if rule is not None:
         matcher = StopMatcher(matcher, rule, text_model.vocab)
