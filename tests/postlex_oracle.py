@@ -25,7 +25,16 @@ from lark.exceptions import LarkError, UnexpectedToken
 from lark.indenter import Indenter
 
 from grammask.automata.lexer import build_lexer
+from grammask.bitmask import allocate_bitmask, bitmask_to_bool
 from grammask.grammar.lark_export import lark_terminal_name, to_lark_text
+
+
+def allowed_mask(matcher) -> np.ndarray:
+    """The matcher's mask as booleans over ``vocab.n_logits`` (what the tests compare with the oracle)."""
+    n = matcher.compiled.vocab.n_logits
+    row = allocate_bitmask(1, n)[0]
+    matcher.fill_mask(row)
+    return bitmask_to_bool(row, n)
 
 
 class _Fed:

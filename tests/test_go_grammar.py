@@ -23,27 +23,25 @@ none.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import random
 import shutil
 import subprocess
 import tempfile
-from contextlib import contextmanager
 from functools import lru_cache
 from pathlib import Path
 
 import pytest
 from lark import Lark, Token
-from lark import lexer as lark_lexer
 from lark.exceptions import UnexpectedInput
-from lark.lexer import PatternStr
-from lark.load_grammar import load_grammar
 
 import grammask
 from grammask.automata.lexer import build_lexer
 from grammask.grammar.builtin import POSTLEX_BUILTINS, builtin_source
 from grammask.grammar.builtin.go_semicolons import GoSemicolons
-from grammask.grammar.ir import Grammar, Rule, Terminal
+from grammask.grammar.ir import Grammar
+from grammask.grammar.lark_frontend import _no_collision_check
 from grammask.mask_tables import build_front
 
 GOFMT = shutil.which("gofmt")
@@ -57,17 +55,6 @@ FAST_FILES, FAST_MUTANTS = 25, 150
 SLOW_FILES, SLOW_MUTANTS = 200, 1000
 
 
-@contextmanager
-def _no_collision_check():
-    # lark's regex-collision check (interegular) takes minutes on the Unicode letter classes
-    saved = lark_lexer.has_interegular
-    lark_lexer.has_interegular = False
-    try:
-        yield
-    finally:
-        lark_lexer.has_interegular = saved
-
-
 @pytest.fixture(scope="module")
 def go_lark() -> Lark:
     with _no_collision_check():
@@ -76,36 +63,10 @@ def go_lark() -> Lark:
         )
 
 
-def _go_ir() -> Grammar:
-    """The Go grammar as grammask's IR, keeping the terminals only the postlex sees (the front end drops them)."""
-    with _no_collision_check():
-        loaded, _ = load_grammar(builtin_source("go"), "<go>", [], False)
-        defs, rules, ignore = loaded.compile(["start"], set(GoSemicolons.always_accept))
-    terminals = tuple(
-        Terminal(
-            name=str(d.name),
-            pattern=d.pattern.to_regexp(),
-            literal=d.pattern.value if isinstance(d.pattern, PatternStr) else None,
-            priority=d.priority,
-        )
-        for d in defs
-    )
-    ir_rules = tuple(
-        Rule(
-            str(r.origin.name),
-            tuple(str(s.name) for s in r.expansion),
-            r.options.priority or 0,
-        )
-        for r in rules
-    )
-    return Grammar(
-        terminals, ir_rules, "start", frozenset(str(i) for i in ignore), name="go"
-    )
-
-
 @pytest.fixture(scope="module")
 def go_ir() -> Grammar:
-    return _go_ir()
+    """The Go grammar as grammask's IR without its postlex: the lexer here emits the newline terminals themselves."""
+    return dataclasses.replace(Grammar.builtin("go"), semicolons=None)
 
 
 @pytest.fixture(scope="module")

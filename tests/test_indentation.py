@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 from conftest import get_vocab
 from lark.indenter import Indenter, PythonIndenter
-from postlex_oracle import PostlexOracle
+from postlex_oracle import PostlexOracle, allowed_mask
 
 from grammask import Compiler, Grammar
 from grammask.errors import (
@@ -61,11 +61,6 @@ def compiled(python_grammar):
     return Compiler(get_vocab("smollm2"), cache=False).compile(python_grammar)
 
 
-def _allowed(matcher) -> np.ndarray:
-    n = matcher.compiled.vocab.n_logits
-    row = np.zeros((n + 31) // 32, dtype=np.int32)
-    matcher.fill_mask(row)
-    return np.unpackbits(row.view(np.uint8), bitorder="little")[:n].astype(bool)
 
 
 def _lark_accepts(text: str) -> bool:
@@ -96,7 +91,7 @@ def test_snippet_token_by_token(compiled):
     assert _lark_accepts(SNIPPET)
     m = compiled.matcher()
     for t in compiled.vocab.encode(SNIPPET):
-        assert _allowed(m)[t], (t, compiled.vocab.tokens[t])
+        assert allowed_mask(m)[t], (t, compiled.vocab.tokens[t])
         m.advance(t)
     assert m.is_accepting()
 
@@ -132,7 +127,7 @@ def _compare_with_oracle(grammar, compiled, text: str, n_prefixes: int, seed: in
             m.advance(ids[done])
             done += 1
         want = oracle.mask(vocab.decode(ids[:done]))
-        diff = np.flatnonzero(want != _allowed(m))
+        diff = np.flatnonzero(want != allowed_mask(m))
         shown = [(int(t), vocab.tokens[t] if t < len(vocab.tokens) else None, bool(want[t])) for t in diff[:10]]
         assert not len(diff), (vocab.decode(ids[:done])[-60:], shown)
     return len(cuts)

@@ -27,7 +27,6 @@ from functools import cache
 
 import pytest
 from lark import Lark
-from lark import lexer as lark_lexer
 from lark.exceptions import GrammarError as LarkGrammarError
 from lark.exceptions import LarkError
 from lark.lexer import LexerThread
@@ -41,6 +40,7 @@ from grammask.grammar.builtin.python_indent import (
     PythonIndentationError,
     measure,
 )
+from grammask.grammar.lark_frontend import _no_collision_check
 
 FILES_SEED = 0
 MUTATION_SEED = 1
@@ -110,25 +110,17 @@ def lark_accepts(parser: Lark, text: str) -> bool:
 
 @cache
 def python_lark() -> Lark:
-    saved = lark_lexer.has_interegular
-    lark_lexer.has_interegular = False  # Lark's regex-collision check takes minutes on these terminals
-    try:
+    with _no_collision_check():  # Lark's regex-collision check takes minutes on these terminals
         parser = Lark(builtin_source("python"), parser="lalr", lexer="basic", postlex=CPythonIndenter())
         parser.parse("pass\n")  # Lark builds its lexer (and would run the check) on first use
         return parser
-    finally:
-        lark_lexer.has_interegular = saved
 
 
 @cache
 def lark_basic_lexer():
     """Lark's basic lexer for the grammar, built once (``Lark.lex`` would build one per call)."""
-    saved = lark_lexer.has_interegular
-    lark_lexer.has_interegular = False
-    try:
+    with _no_collision_check():
         return Lark(builtin_source("python"), parser="lalr", lexer="basic")._build_lexer()
-    finally:
-        lark_lexer.has_interegular = saved
 
 
 @cache

@@ -10,7 +10,7 @@ import pytest
 from conftest import get_vocab
 from lark import Token
 from lark.lark import PostLex
-from postlex_oracle import PostlexOracle
+from postlex_oracle import PostlexOracle, allowed_mask
 
 from grammask import Compiler, Grammar
 from grammask.errors import BudgetUnsupportedError, UndefinedSymbolError
@@ -74,11 +74,6 @@ def compiled(grammar):
     return Compiler(get_vocab("smollm2"), cache=False).compile(grammar)
 
 
-def _allowed(matcher) -> np.ndarray:
-    n = matcher.compiled.vocab.n_logits
-    row = np.zeros((n + 31) // 32, dtype=np.int32)
-    matcher.fill_mask(row)
-    return np.unpackbits(row.view(np.uint8), bitorder="little")[:n].astype(bool)
 
 
 def _reference_accepts(grammar, text: str) -> bool:
@@ -123,7 +118,7 @@ def test_masks_match_the_oracle(grammar, compiled):
             m.advance(ids[done])
             done += 1
         want = oracle.mask(vocab.decode(ids[:done]))
-        diff = np.flatnonzero(want != _allowed(m))
+        diff = np.flatnonzero(want != allowed_mask(m))
         assert not len(diff), [(vocab.tokens[t] if t < len(vocab.tokens) else t, bool(want[t])) for t in diff[:10]]
 
 

@@ -25,7 +25,6 @@ often on JSON and C).
 from __future__ import annotations
 
 from collections import OrderedDict
-from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -38,7 +37,7 @@ from grammask.errors import (
     TokenOutOfRangeError,
     TokenRejectedError,
 )
-from grammask.matcher import Matcher
+from grammask.matcher import Matcher, TokenSteps
 from grammask.spanner import SequenceTable, walk_alive
 
 if TYPE_CHECKING:
@@ -346,7 +345,7 @@ def _popcount(row: np.ndarray) -> int:
     return int(np.unpackbits(row.view(np.uint8)).sum())
 
 
-class CanonicalMatcher:
+class CanonicalMatcher(TokenSteps):
     """A grammar matcher whose masks also keep the token sequence the tokenizer's own encoding of its text.
 
     Token ``t`` is allowed iff the grammar allows it and the sequence stays a prefix of the canonical
@@ -462,27 +461,6 @@ class CanonicalMatcher:
             self._matcher.advance(token_id)
         self._history.append((self._state, self._lexstate))
         self._state, self._lexstate = after, lexstate
-
-    def accept_token(self, token_id: int) -> bool:
-        """Like :meth:`advance` but returns False instead of raising for a disallowed token."""
-        try:
-            self.advance(token_id)
-        except TokenRejectedError:
-            return False
-        return True
-
-    def accept_tokens(self, token_ids: Sequence[int]) -> int:
-        """Accept tokens in order up to the first one not allowed; how many were accepted."""
-        for n, token_id in enumerate(token_ids):
-            if not self.accept_token(int(token_id)):
-                return n
-        return len(token_ids)
-
-    def validate_tokens(self, token_ids: Sequence[int]) -> int:
-        """How many leading tokens of ``token_ids`` would be accepted in order; the state is unchanged."""
-        n = self.accept_tokens(token_ids)
-        self.rollback(n)
-        return n
 
     def rollback(self, k: int = 1) -> None:
         """Undo the last ``k`` accepted tokens.

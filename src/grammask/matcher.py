@@ -46,7 +46,42 @@ _STACK_VIEW = 256
 _MAX_FORCED = 4096
 
 
-class Matcher:
+class TokenSteps:
+    """``accept_token``/``accept_tokens``/``validate_tokens`` for any matcher with ``advance`` and ``rollback``."""
+
+    __slots__ = ()
+
+    def accept_token(self, token_id: int) -> bool:
+        """Like :meth:`advance` but returns False instead of raising for a disallowed token.
+
+        Still raises :class:`TokenOutOfRangeError` for an id outside ``[0, vocab.n_logits)`` and
+        :class:`MatcherStateError` after EOS.
+        """
+        try:
+            self.advance(token_id)
+        except TokenRejectedError:
+            return False
+        return True
+
+    def accept_tokens(self, token_ids: Sequence[int]) -> int:
+        """Accept tokens in order up to the first one not allowed; how many were accepted.
+
+        Speculative decoding checks a draft this way and rolls back what the target model rejects.
+        Raises :class:`TokenOutOfRangeError` for an id outside ``[0, vocab.n_logits)``.
+        """
+        for n, token_id in enumerate(token_ids):
+            if not self.accept_token(int(token_id)):
+                return n
+        return len(token_ids)
+
+    def validate_tokens(self, token_ids: Sequence[int]) -> int:
+        """How many leading tokens of ``token_ids`` would be accepted in order; the state is unchanged."""
+        n = self.accept_tokens(token_ids)
+        self.rollback(n)
+        return n
+
+
+class Matcher(TokenSteps):
     """Tracks one sequence's prefix and tells which tokens may come next.
 
     Semantics (exact, for the grammar's lexing rule and LALR parser): token ``t`` is allowed iff
@@ -391,35 +426,6 @@ class Matcher:
         self._lexstate = lexstate
         self._stack = stack
         self._post = post
-
-    def accept_token(self, token_id: int) -> bool:
-        """Like :meth:`advance` but returns False instead of raising for a disallowed token.
-
-        Still raises :class:`TokenOutOfRangeError` for an id outside ``[0, vocab.n_logits)`` and
-        :class:`MatcherStateError` after EOS.
-        """
-        try:
-            self.advance(token_id)
-        except TokenRejectedError:
-            return False
-        return True
-
-    def accept_tokens(self, token_ids: Sequence[int]) -> int:
-        """Accept tokens in order up to the first one not allowed; how many were accepted.
-
-        Speculative decoding checks a draft this way and rolls back what the target model rejects.
-        Raises :class:`TokenOutOfRangeError` for an id outside ``[0, vocab.n_logits)``.
-        """
-        for n, token_id in enumerate(token_ids):
-            if not self.accept_token(int(token_id)):
-                return n
-        return len(token_ids)
-
-    def validate_tokens(self, token_ids: Sequence[int]) -> int:
-        """How many leading tokens of ``token_ids`` would be accepted in order; the state is unchanged."""
-        n = self.accept_tokens(token_ids)
-        self.rollback(n)
-        return n
 
     def forced_text(self) -> bytes:
         """The longest byte string every continuation must start with (jump-forward text).
