@@ -122,11 +122,11 @@ class Compiler:
     def _build(self, grammar: Grammar, deadline: Deadline) -> tuple[Engine, CompileStats]:
         start = time.perf_counter()
         front = build_front(grammar, deadline)
-        lexer, tables = front.lexer, front.tables
+        lexer = front.lexer
         t_front = time.perf_counter() - start
         trie = self.trie()
         t_trie = time.perf_counter() - start - t_front
-        masks, phases = build_mask_tables(front, self.vocab, trie, deadline)
+        masks, tables, phases = build_mask_tables(front, self.vocab, trie, deadline)
         stats = CompileStats(
             seconds=time.perf_counter() - start,
             lexer_states=lexer.n_states,

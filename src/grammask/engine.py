@@ -24,6 +24,7 @@ from grammask.spanner import VocabTrie
 from grammask.vocab import Vocabulary
 
 _LEXER_FIELDS = ("trans", "accept", "produce", "ignored")
+_LEXER_OPTIONAL = ("restart", "branch_ptr", "branch_start", "branch_mode", "lr_mode")
 _TABLE_ARRAYS = ("action", "goto", "rule_lhs", "rule_len", "rule_rhs")
 
 
@@ -71,8 +72,9 @@ class Engine:
     def to_arrays(self) -> tuple[dict[str, np.ndarray], dict]:
         """The tables as named arrays and JSON-able metadata (see :meth:`from_arrays`)."""
         arrays = {f"lexer.{f}": getattr(self.lexer, f) for f in _LEXER_FIELDS}
-        if self.lexer.restart is not None:
-            arrays["lexer.restart"] = self.lexer.restart
+        for f in _LEXER_OPTIONAL:
+            if getattr(self.lexer, f) is not None:
+                arrays[f"lexer.{f}"] = getattr(self.lexer, f)
         arrays.update({f"tables.{f}": getattr(self.parse, f) for f in _TABLE_ARRAYS})
         arrays.update({f"masks.{f.name}": getattr(self.masks, f.name) for f in dataclasses.fields(MaskTables)})
         arrays["parser_term"] = self.parser_term
@@ -96,7 +98,7 @@ class Engine:
     ) -> Engine:
         """The engine :meth:`to_arrays` encoded; KeyError or TypeError if a field is missing."""
         lexer = LexerAutomaton(
-            terminals=tuple(meta["lexer_terminals"]), restart=arrays.get("lexer.restart"),
+            terminals=tuple(meta["lexer_terminals"]), **{f: arrays.get(f"lexer.{f}") for f in _LEXER_OPTIONAL},
             aliases=tuple(tuple(a) for a in meta.get("lexer_aliases", ())), end_terminal=meta.get("lexer_end_terminal", -1),
             **{f: arrays[f"lexer.{f}"] for f in _LEXER_FIELDS},
         )

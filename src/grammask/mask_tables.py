@@ -11,15 +11,19 @@ list, checked against the real stack at decoding time; NEVER classes are dropped
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, NamedTuple
 
 import numpy as np
 
+from grammask.automata.contextual import LexerModes, contextual_lexer
 from grammask.automata.lexer import LexerAutomaton, build_lexer
 from grammask.bitmask import bitmask_words
 from grammask.classes import ClassTable, ClassTokens, StateClasses, group_walk
+from grammask.contextual_walk import MAX_ALIASES, Superpositions, walk_contextual
+from grammask.errors import ConfigurationError
 from grammask.grammar.ir import Grammar
 from grammask.indentation import IndentSpec, byte_widths
 from grammask.parser.kernels import (
@@ -112,33 +116,67 @@ class Front(NamedTuple):
     parser_term: np.ndarray
     """Per lexer terminal: its parser terminal, -1 if ignored, a context id for indentation's newline."""
     indent: IndentSpec | None
+    modes: LexerModes | None = None
+    """The contextual lexer's modes (None with the basic lexer, or where the two lex alike)."""
 
 
 def build_front(grammar: Grammar, deadline: Deadline | None = None) -> Front:
     """The vocabulary-independent part of compilation: lexer automaton, parse tables, terminal map, indentation.
 
     Raises what :func:`~grammask.automata.lexer.build_lexer`, :func:`~grammask.parser.tables.build_parse_tables`
-    and :meth:`~grammask.indentation.IndentSpec.build` raise (a passed ``deadline`` included; None: no limit).
+    and :meth:`~grammask.indentation.IndentSpec.build` raise (a passed ``deadline`` included; None: no limit), and
+    :class:`~grammask.errors.ConfigurationError` for the contextual lexer with a postlex where it lexes otherwise
+    than the basic one.
     """
     lexer = build_lexer(grammar, deadline)
     names, mapping = parser_terminal_map(grammar, lexer)
     tables = build_parse_tables(grammar, names, deadline)
+    modes = None
+    if grammar.lexer == "contextual":
+        made = _contextual(lexer, tables, mapping, deadline)
+        if made is not None:
+            if grammar.indentation is not None or grammar.semicolons is not None:
+                raise ConfigurationError(
+                    f"grammar {grammar.name!r}: the contextual lexer lexes it otherwise than the basic one, and "
+                    f"grammask runs a postlex (indentation, semicolons) only with the basic lexer so far; "
+                    f"pass lexer='basic'"
+                )
+            lexer, modes = made
     indent = None
     if grammar.indentation is not None:
         indent = IndentSpec.build(grammar.indentation, lexer, names)
         mapping = indent.lexer_terminal_map(mapping)
-    return Front(lexer, tables, mapping, indent)
+    return Front(lexer, tables, mapping, indent, modes)
+
+
+def _contextual(lexer: LexerAutomaton, tables: ParseTables, mapping: np.ndarray, deadline: Deadline | None,
+                ) -> tuple[LexerAutomaton, LexerModes] | None:
+    """The contextual lexer for these tables (None where it lexes as the basic one)."""
+    columns = np.maximum(mapping, 0)
+    actions = tables.action[:, columns]
+    accepts = (actions != ERROR) & (mapping >= 0)[None, :]
+    shifts = tables.action[:, : tables.end]
+    on_top = np.zeros(tables.n_states, dtype=bool)
+    on_top[shifts[shifts >= 0]] = True
+    on_top[tables.accept_state] = False
+    on_top[tables.start_state] = True
+    targets = [np.unique(actions[:, t][actions[:, t] >= 0]) if mapping[t] >= 0 else np.zeros(0, dtype=np.int32)
+               for t in range(len(mapping))]
+    return contextual_lexer(lexer, accepts, on_top, targets, tables.start_state, deadline)
 
 
 def build_mask_tables(front: Front, vocab: Vocabulary, trie: VocabTrie, deadline: Deadline | None = None,
-                      ) -> tuple[MaskTables, dict]:
+                      ) -> tuple[MaskTables, ParseTables, dict]:
     """Walk the vocabulary from every reachable lexer state and split its classes into ALWAYS / DEPENDS per LR state.
+
+    Returns the mask tables, the parse tables the masks read (the front's, with a contextual lexer's alias
+    columns appended: :mod:`grammask.contextual_walk`) and the phases' timings.
 
     Classes holding a context terminal (indentation's newline) are always DEPENDS: the matcher decides
     them with the indentation it tracks. Raises :class:`~grammask.errors.CompileTimeoutError` once
     ``deadline`` (None: no limit) has passed.
     """
-    lexer, tables, parser_term, indent = front
+    lexer, tables, parser_term, indent, modes = front
     check = deadline.check if deadline is not None else _no_check
     timings: dict[str, float] = {}
     clock = time.perf_counter()
@@ -148,7 +186,6 @@ def build_mask_tables(front: Front, vocab: Vocabulary, trie: VocabTrie, deadline
     follow_ptr = np.cumsum([0] + [len(f[0]) for f in follow_sets]).astype(np.int32)
     follow_terms = np.array([t for f in follow_sets for t in f[0]], dtype=np.int32)
     follow_any = np.array([f[1] for f in follow_sets], dtype=np.bool_)
-    lr = (tables.action, tables.goto, tables.rule_len, tables.rule_lhs)
 
     # 1. The vocabulary walk from every lexer state a matcher can be in between tokens.
     newline = None
@@ -157,6 +194,11 @@ def build_mask_tables(front: Front, vocab: Vocabulary, trie: VocabTrie, deadline
         widths = byte_widths(indent.tab_len)
         newline = NewlineWidths(indent.newline_lexer, indent.base, widths)
         n_terms = indent.max_id(_max_token_width(vocab, widths)) + 1
+    sup = None
+    if lexer.contextual:
+        options = np.diff(lexer.branch_ptr)
+        sup = Superpositions(int(options.max(initial=0)), tables.action.shape[1])
+        n_terms = sup.base + MAX_ALIASES
     seqs = SequenceTable(n_terms)
     walks: dict[int, StateClasses] = {}
     work = TrieWalk(trie)
@@ -167,8 +209,13 @@ def build_mask_tables(front: Front, vocab: Vocabulary, trie: VocabTrie, deadline
     while queue:
         check("the vocabulary walks")
         q = queue.pop()
-        entries, seq, ends = walk_alive(trie, lexer.trans, lexer.accept, parser_term, q, seqs, work, newline,
-                                        lexer.restart)
+        if sup is None:
+            entries, seq, ends = walk_alive(trie, lexer.trans, lexer.accept, parser_term, q, seqs, work, newline,
+                                            lexer.restart)
+        else:
+            entries, seq, ends = walk_contextual(trie, lexer.trans, lexer.accept, lexer.restart, lexer.ignored,
+                                                 parser_term, lexer.branch_ptr, lexer.branch_start, q, seqs, sup,
+                                                 work)
         if slots is None or len(slots) < len(seqs) * n_follow:
             slots = np.full(2 * len(seqs) * n_follow, -1, dtype=np.int32)
         walks[q], fresh = group_walk(trie.token_ids[entries], seq, ends, state_follow, n_follow, slots, queued)
@@ -178,6 +225,9 @@ def build_mask_tables(front: Front, vocab: Vocabulary, trie: VocabTrie, deadline
     for walk in walks.values():
         classes.rerank(walk)
     timings["walk"] = time.perf_counter() - clock
+    if sup is not None:
+        tables = _with_alias_columns(tables, lexer, parser_term, sup.aliases)
+    lr = (tables.action, tables.goto, tables.rule_len, tables.rule_lhs)
 
     # 2. Per LR state p, the verdict of every class with p on top of an unknown stack.
     clock = time.perf_counter()
@@ -232,6 +282,8 @@ def build_mask_tables(front: Front, vocab: Vocabulary, trie: VocabTrie, deadline
                 ok &= live[:, parser_term[produce]].any(axis=1)
             if armed_tops is not None:
                 ok &= armed_tops if q >= lexer.n_states // 2 else ~armed_tops
+            if modes is not None:
+                ok &= (modes.lr_mode >= 0) & modes.state_modes[q][np.maximum(modes.lr_mode, 0)]
             candidates = np.nonzero(ok)[0].tolist()
         ever_depends = np.zeros(n_local, dtype=bool)
         mask_of_verdicts: dict[bytes, int] = {}
@@ -293,7 +345,7 @@ def build_mask_tables(front: Front, vocab: Vocabulary, trie: VocabTrie, deadline
         follow_any=follow_any,
         state_follow=state_follow.astype(np.int32),
     )
-    return result, timings
+    return result, tables, timings
 
 
 # Classes with at least this many tokens get the branching analysis when the one-state check
@@ -312,10 +364,25 @@ def _refine(lr, exposed, n_states: int, p: int, ranks: np.ndarray, class_arrays,
     return known[ranks]
 
 
+def _with_alias_columns(tables: ParseTables, lexer: LexerAutomaton, parser_term: np.ndarray,
+                        aliases: list[tuple[int, int]]) -> ParseTables:
+    """The parse tables with a column per alias (terminal, bit set over its branch options), after the others:
+    the terminal's actions, with the shifts into states of the other options' modes removed."""
+    action = tables.action
+    extra = np.empty((action.shape[0], len(aliases)), dtype=action.dtype)
+    for k, (t, bits) in enumerate(aliases):
+        lo, hi = int(lexer.branch_ptr[t]), int(lexer.branch_ptr[t + 1])
+        modes = [int(m) for i, m in enumerate(lexer.branch_mode[lo:hi].tolist()) if bits >> i & 1]
+        col = action[:, parser_term[t]]
+        into = lexer.lr_mode[np.maximum(col, 0)]
+        extra[:, k] = np.where((col >= 0) & ~np.isin(into, modes), ERROR, col)
+    return dataclasses.replace(tables, action=np.hstack([action, extra]))
+
+
 def _armed_tops(lexer: LexerAutomaton, tables: ParseTables, parser_term: np.ndarray) -> np.ndarray | None:
     """With semicolon insertion: per LR state, whether it is on top only in the armed mode (its accessing
     terminal arms the lexer), so each lexer state meets only the LR states of its own mode. None without."""
-    if lexer.restart is None:
+    if lexer.restart is None or lexer.contextual:
         return None
     half = lexer.n_states // 2
     arming = {int(parser_term[t]) for t, r in zip(lexer.accept[:half].tolist(), lexer.restart[:half].tolist())

@@ -202,6 +202,11 @@ class Matcher(TokenSteps):
                 f"grammar {grammar.name!r} has a postlex (indentation or semicolon insertion): token budgets do not "
                 f"count the terminals it inserts yet"
             )
+        if self.compiled._engine.lexer.contextual:
+            raise BudgetUnsupportedError(
+                f"grammar {grammar.name!r} uses the contextual lexer, which lexes it otherwise than the basic one: "
+                f"token budgets are built for the basic lexer only so far (pass lexer='basic' to Grammar.from_lark)"
+            )
         rt = self.compiled._budget_runtime()
         return TokenBudget(rt, max_tokens, self._lexstate, self._stack, self.compiled.grammar.name)
 
@@ -386,11 +391,17 @@ class Matcher(TokenSteps):
             if fed is None or not self._follow_ok(fed[0], fed[1:], self._rt.state_follow[lexstate]):
                 return None
             return lexstate, fed[0], (fed[1], fed[2], width)
-        lexed = self._lexer.step(lexstate, data)
-        if lexed is None:
-            return None
-        emitted, lexstate = lexed
-        stack = self._feed_lexer_terminals(stack, emitted)
+        if self._lexer.contextual:
+            lexed = self._lex_contextual(lexstate, stack, data)
+            if lexed is None:
+                return None
+            lexstate, stack = lexed
+        else:
+            lexed = self._lexer.step(lexstate, data)
+            if lexed is None:
+                return None
+            emitted, lexstate = lexed
+            stack = self._feed_lexer_terminals(stack, emitted)
         if stack is None or not self._follow_ok(stack, None, self._rt.state_follow[lexstate]):
             return None
         return lexstate, stack, None
@@ -409,6 +420,34 @@ class Matcher(TokenSteps):
                 )
             lexstate, stack, post = state
         raise MatcherStateError("internal error: a prefix rejected whole was accepted byte by byte")
+
+    def _lex_contextual(self, lexstate: int, stack, data: bytes):
+        """Lex and parse ``data`` together (the contextual lexer's mode follows the stack): (lexer state, stack)
+        after it, or None if rejected."""
+        lexer = self._lexer
+        trans, accept, restart = lexer._lists
+        parser_term = self.compiled._engine.parser_term
+        feed = self._runner.feed
+        for b in data:
+            nxt = trans[lexstate][b]
+            if nxt < 0:
+                term = accept[lexstate]
+                if term < 0:
+                    return None
+                if parser_term[term] >= 0:
+                    stack = feed(stack, int(parser_term[term]))
+                    if stack is None:
+                        return None
+                again = restart[lexstate]
+                if again < 0:  # a branch: the mode of the state the stack reached
+                    again = lexer.branch_options[term].get(int(lexer.lr_mode[stack[0]]), -1)
+                    if again < 0:
+                        return None
+                nxt = trans[again][b]
+                if nxt < 0:
+                    return None
+            lexstate = nxt
+        return lexstate, stack
 
     def _feed_lexer_terminals(self, stack, lexer_terminals):
         parser_term = self.compiled._engine.parser_term
@@ -438,9 +477,11 @@ class Matcher(TokenSteps):
             return b""
         lexstate, stack, post = self._lexstate, self._stack, self._post
         out = bytearray()
-        trans, accept, restart = self._lexer.trans, self._lexer.accept, self._lexer.restarts
+        lexer = self._lexer
         while len(out) < _MAX_FORCED and not self._accepts_end(lexstate, stack, post):
-            lexable = (trans[lexstate] >= 0) | ((accept[lexstate] >= 0) & (trans[restart[lexstate]] >= 0))
+            lexable = lexer.trans[lexstate] >= 0
+            if lexer.accept[lexstate] >= 0:
+                lexable |= (lexer.trans[lexer.next_starts(lexstate)] >= 0).any(axis=0)
             nexts = []
             for b in np.flatnonzero(lexable).tolist():
                 state = self._read(lexstate, stack, post, bytes((b,)))

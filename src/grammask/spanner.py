@@ -247,7 +247,28 @@ def walk_alive(
 
 
 @nb.njit(cache=True, inline="always")
-def _store(slot, lo, hi, entries, seq_out, end_out, cache_span, arena_entries, arena_seq, arena_end, used):
+def intern(seq, pt, slots, parent, last, count, n_terms, capacity):
+    """The id of sequence ``seq`` + terminal ``pt`` in a :class:`SequenceTable`'s arrays, added if new; -1 when full."""
+    mask = len(slots) - 1
+    key = seq * n_terms + pt
+    h = (key * 0x9E3779B97F4A7C15) & mask
+    while slots[h] >= 0:
+        s = slots[h]
+        if np.int64(parent[s]) * n_terms + last[s] == key:
+            return s
+        h = (h + 1) & mask
+    found = count[0]
+    if found >= capacity:
+        return np.int64(-1)
+    slots[h] = found
+    parent[found] = seq
+    last[found] = pt
+    count[0] = found + 1
+    return found
+
+
+@nb.njit(cache=True, inline="always")
+def store_subtree(slot, lo, hi, entries, seq_out, end_out, cache_span, arena_entries, arena_seq, arena_end, used):
     length = hi - lo
     a = used[0]
     if a + length <= len(arena_entries):
@@ -264,7 +285,6 @@ def _walk(node_byte, node_parent, node_end, node_tok_ptr, trans, accept, parser_
           count, n_terms, node_state, node_seq, entries, seq_out, end_out, cache_keys, cache_span,
           arena_entries, arena_seq, arena_end, used, nl_term, nl_base, byte_width, node_width, restart):
     capacity = min(len(parent), len(slots) // 2)
-    mask = len(slots) - 1
     cache_mask = len(cache_keys) - 1
     n_states = trans.shape[0]
     n_nodes = len(node_byte)
@@ -278,7 +298,7 @@ def _walk(node_byte, node_parent, node_end, node_tok_ptr, trans, accept, parser_
     n = 1
     while n < n_nodes:
         if recording >= 0 and n >= record_end:
-            _store(recording, record_from, n_out, entries, seq_out, end_out, cache_span, arena_entries, arena_seq,
+            store_subtree(recording, record_from, n_out, entries, seq_out, end_out, cache_span, arena_entries, arena_seq,
                    arena_end, used)
             recording = -1
         up = node_parent[n]
@@ -298,24 +318,9 @@ def _walk(node_byte, node_parent, node_end, node_tok_ptr, trans, accept, parser_
                 pt = nl_base + 1 + width  # the context id of grammask.indentation
             width = 0
             if pt >= 0:
-                key = seq * n_terms + pt
-                h = (key * 0x9E3779B97F4A7C15) & mask
-                found = np.int64(-1)
-                while slots[h] >= 0:
-                    s = slots[h]
-                    if np.int64(parent[s]) * n_terms + last[s] == key:
-                        found = s
-                        break
-                    h = (h + 1) & mask
-                if found < 0:
-                    found = count[0]
-                    if found >= capacity:
-                        return entries, seq_out, end_out, True
-                    slots[h] = found
-                    parent[found] = seq
-                    last[found] = pt
-                    count[0] = found + 1
-                seq = found
+                seq = intern(seq, pt, slots, parent, last, count, n_terms, capacity)
+                if seq < 0:
+                    return entries, seq_out, end_out, True
         step = byte_width[b]
         width = 0 if step < 0 else width + 2 * step
         if up == 0:  # a first-byte subtree: copy it if stored, record it on its second visit
@@ -350,6 +355,6 @@ def _walk(node_byte, node_parent, node_end, node_tok_ptr, trans, accept, parser_
             n_out += 1
         n += 1
     if recording >= 0:
-        _store(recording, record_from, n_out, entries, seq_out, end_out, cache_span, arena_entries, arena_seq,
+        store_subtree(recording, record_from, n_out, entries, seq_out, end_out, cache_span, arena_entries, arena_seq,
                arena_end, used)
     return entries[:n_out].copy(), seq_out[:n_out].copy(), end_out[:n_out].copy(), False

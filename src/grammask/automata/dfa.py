@@ -228,6 +228,20 @@ def _minimize(columns: np.ndarray, accepts: list[frozenset[int]], deadline: Dead
     return block[:sink], block[table[representative]]
 
 
+def coarsest_partition(columns: np.ndarray, labels: np.ndarray, deadline: Deadline | None = None) -> np.ndarray:
+    """Each state's block in the coarsest partition that refines ``labels`` and agrees on the blocks every
+    column leads to (``columns[s, c]``: a state, or -1 for none); blocks are numbered from 0.
+
+    Raises :class:`~grammask.errors.CompileTimeoutError` once ``deadline`` (None: no limit) has passed.
+    """
+    sink = len(columns)
+    table = np.vstack([np.where(columns < 0, sink, columns), np.full((1, columns.shape[1]), sink)])
+    initial = np.unique(labels, return_inverse=True)[1].reshape(-1)
+    initial = np.append(initial, initial.max(initial=-1) + 1)  # the sink alone
+    block = _coarsest_stable_partition(initial.astype(np.int64), table, deadline or NO_DEADLINE)
+    return np.unique(block[:sink], return_inverse=True)[1].reshape(-1)
+
+
 def _remaining_lengths(columns: np.ndarray, accepts: list[frozenset[int]]) -> tuple[list[int], list[int]]:
     """Each (trimmed) state's shortest and longest accepted continuation, in bytes (-1: unbounded).
 
@@ -280,7 +294,7 @@ def _bfs_order(columns: np.ndarray, start: int) -> list[int]:
 
 
 # Fixed weights for hashing a state's successor blocks: the result does not depend on them.
-_WEIGHTS = np.random.default_rng(20240601).integers(1, 2**63, size=257, dtype=np.uint64) | np.uint64(1)
+_WEIGHTS = np.random.default_rng(20240601).integers(1, 2**63, size=258, dtype=np.uint64) | np.uint64(1)
 
 
 def _coarsest_stable_partition(initial: np.ndarray, columns: np.ndarray, deadline: Deadline) -> np.ndarray:

@@ -26,7 +26,7 @@ next byte would need accepts per (state, byte) throughout the engine.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cached_property
 
 import numpy as np
@@ -43,6 +43,8 @@ except ImportError:  # Python 3.10
     import sre_parse  # type: ignore[no-redef]
 
 NO_TERMINAL = -1
+BRANCH = -2
+"""``restart[q]`` of a contextual lexer's state whose next lexeme's mode the parser decides (see :mod:`grammask.automata.contextual`)."""
 
 
 @dataclass(frozen=True)
@@ -59,6 +61,15 @@ class LexerAutomaton:
     start), ``aliases`` names the terminals that stand for another one (a newline read as the
     semicolon), and ``end_terminal`` is emitted at the end of input when the last lexeme arms.
     Without, ``restart`` is None: every lexeme starts from state 0.
+
+    A contextual lexer (:mod:`grammask.automata.contextual`) has a mode per set of competing terminals,
+    ``lr_mode[s]`` being LR state ``s``'s; where ``restart[q]`` is :data:`BRANCH`, the lexeme after one
+    ending in ``q`` with terminal ``t`` starts in the mode of the LR state the parser reaches: one of
+    ``branch_mode[branch_ptr[t]:branch_ptr[t+1]]``, from the matching ``branch_start``.
+
+    ``matches`` (each state's set of terminals whose language holds the lexeme, as a bool row), ``rank``
+    (each terminal's place in the winner order) and ``trailing`` (terminals with trailing context) serve
+    building a contextual lexer; a lexer loaded from the cache has them as None.
     """
 
     terminals: tuple[str, ...]
@@ -69,15 +80,42 @@ class LexerAutomaton:
     restart: np.ndarray | None = None
     aliases: tuple[tuple[str, str], ...] = ()
     end_terminal: int = NO_TERMINAL
+    branch_ptr: np.ndarray | None = None
+    branch_start: np.ndarray | None = None
+    branch_mode: np.ndarray | None = None
+    lr_mode: np.ndarray | None = None
+    matches: np.ndarray | None = field(default=None, compare=False, repr=False)
+    rank: np.ndarray | None = field(default=None, compare=False, repr=False)
+    trailing: tuple[tuple[int, TrailingContext], ...] = field(default=(), compare=False, repr=False)
 
     @property
     def n_states(self) -> int:
         return self.trans.shape[0]
 
+    @property
+    def contextual(self) -> bool:
+        """True for a contextual lexer (modes chosen by the parser's state)."""
+        return self.branch_ptr is not None
+
     @cached_property
     def restarts(self) -> np.ndarray:
         """Per state, the state the next lexeme starts from (all 0 without modes)."""
         return self.restart if self.restart is not None else np.zeros(self.n_states, dtype=np.int32)
+
+    @cached_property
+    def branch_options(self) -> list[dict[int, int]]:
+        """Per terminal, the modes the next lexeme may start in after it, each with its start state ({} without)."""
+        if self.branch_ptr is None:
+            return [{} for _ in self.terminals]
+        ptr, mode, start = self.branch_ptr.tolist(), self.branch_mode.tolist(), self.branch_start.tolist()
+        return [dict(zip(mode[ptr[t]: ptr[t + 1]], start[ptr[t]: ptr[t + 1]])) for t in range(len(ptr) - 1)]
+
+    def next_starts(self, state: int) -> list[int]:
+        """The states the next lexeme may start from after a lexeme ending in ``state`` (several at a branch)."""
+        again = int(self.restarts[state])
+        if again != BRANCH:
+            return [again]
+        return list(self.branch_options[int(self.accept[state])].values())
 
     @cached_property
     def _lists(self) -> tuple[list[list[int]], list[int], list[int]]:
@@ -86,7 +124,8 @@ class LexerAutomaton:
     def step(self, state: int, data: bytes) -> tuple[list[int], int] | None:
         """Lex ``data`` from ``state``: the terminals it completes (ignored ones included) and the state left.
 
-        Returns None if the bytes are rejected under the lexing rule.
+        Returns None if the bytes are rejected under the lexing rule. A contextual lexer's branches need the
+        parser: this raises :class:`~grammask.errors.GrammarError` on reaching one (the matcher lexes those).
         """
         trans, accept, restart = self._lists
         emitted: list[int] = []
@@ -94,8 +133,12 @@ class LexerAutomaton:
             nxt = trans[state][b]
             if nxt < 0:
                 term = accept[state]
+                if term < 0:
+                    return None
+                if restart[state] == BRANCH:
+                    raise GrammarError("internal error: a contextual lexer's branch lexed without the parser")
                 nxt = trans[restart[state]][b]
-                if term < 0 or nxt < 0:
+                if nxt < 0:
                     return None
                 emitted.append(term)
             state = nxt
@@ -131,22 +174,30 @@ def build_lexer(grammar: Grammar, deadline: Deadline | None = None) -> LexerAuto
         names = ", ".join(terminals[i].name for i in sorted(dfa.accepts[dfa.start]))
         raise GrammarError(f"terminal(s) {names} match the empty string; the lexer needs every terminal to consume input")
     order = sorted(range(len(terminals)), key=lambda i: _tie_key(terminals[i]))
-    rank = {term: r for r, term in enumerate(order)}
+    rank = np.empty(len(terminals), dtype=np.int64)
+    rank[order] = np.arange(len(terminals))
     accept = np.array(
         [min(tags, key=rank.__getitem__) if tags else NO_TERMINAL for tags in dfa.accepts], dtype=np.int32
     )
+    matches = np.zeros((len(dfa.accepts), len(terminals)), dtype=bool)
+    for q, tags in enumerate(dfa.accepts):
+        matches[q, list(tags)] = True
     trans = _detach_start(np.ascontiguousarray(dfa.trans, dtype=np.int32))
     if len(trans) > len(accept):
         accept = np.append(accept, accept[0])
-    for index, nfa in enumerate(nfas):
-        if nfa.trailing is not None:
-            _check_trailing_context(trans, accept, index, nfa.trailing, nfa.name)
+        matches = np.vstack([matches, matches[:1]])
+    trailing = tuple((index, nfa.trailing) for index, nfa in enumerate(nfas) if nfa.trailing is not None)
+    for index, context in trailing:
+        check_trailing_context(trans, accept, index, context, nfas[index].name)
     lexer = LexerAutomaton(
         terminals=tuple(t.name for t in terminals),
         ignored=np.array([t.name in grammar.ignore for t in terminals], dtype=bool),
         trans=trans,
         accept=accept,
-        produce=_producible(trans, accept, len(terminals), deadline),
+        produce=producible(trans, accept, len(terminals), deadline),
+        matches=matches,
+        rank=rank,
+        trailing=trailing,
     )
     return lexer if grammar.semicolons is None else _with_semicolons(lexer, grammar.semicolons)
 
@@ -194,17 +245,19 @@ def _detach_start(trans: np.ndarray) -> np.ndarray:
     return np.vstack([trans, trans[0]])
 
 
-def _check_trailing_context(
-    trans: np.ndarray, accept: np.ndarray, terminal: int, context: TrailingContext, name: str
+def check_trailing_context(
+    trans: np.ndarray, accept: np.ndarray, terminal: int, context: TrailingContext, name: str,
+    starts: tuple[int, ...] = (0,),
 ) -> None:
     """Raise :class:`UnsupportedRegexError` if the lexer could emit ``terminal`` before a byte (or at
     the end of input) its trailing context forbids.
 
-    Walks the lexer DFA and the terminal's own DFA side by side from the empty lexeme.
+    Walks the lexer DFA and the terminal's own DFA side by side from the empty lexeme (``starts``: the
+    states lexemes start from; a byte that starts a lexeme from any of them counts).
     """
-    starts_lexeme = trans[0] >= 0
-    parent: dict[tuple[int, int], tuple[tuple[int, int], int] | None] = {(0, 0): None}
-    todo = [(0, 0)]
+    starts_lexeme = (trans[list(starts)] >= 0).any(axis=0)
+    parent: dict[tuple[int, int], tuple[tuple[int, int], int] | None] = {(s, 0): None for s in starts}
+    todo = list(parent)
     while todo:
         q, t = pair = todo.pop()
         if accept[q] == terminal:
@@ -241,7 +294,7 @@ def _max_width(pattern: str) -> int:
         return 0
 
 
-def _producible(trans: np.ndarray, accept: np.ndarray, n_terminals: int, deadline: Deadline) -> np.ndarray:
+def producible(trans: np.ndarray, accept: np.ndarray, n_terminals: int, deadline: Deadline) -> np.ndarray:
     """Prod(q) for every state: winners of accepting states reachable from q (q included)."""
     n = trans.shape[0]
     produce = np.zeros((n, n_terminals), dtype=bool)

@@ -7,7 +7,7 @@ import hashlib
 import json
 from dataclasses import dataclass, field
 
-from grammask.errors import GrammarError, UndefinedSymbolError
+from grammask.errors import ConfigurationError, GrammarError, UndefinedSymbolError
 
 
 @dataclass(frozen=True)
@@ -105,6 +105,9 @@ class Grammar:
     """Terminals the parser sees that no lexer rule produces (Lark's ``%declare``), e.g. indentation's."""
     indentation: Indentation | None = None
     semicolons: Semicolons | None = None
+    lexer: str = "basic"
+    """``"basic"``: all terminals compete for every lexeme; ``"contextual"``: only those the parser's state
+    accepts, and the ignored ones (Lark's two lexers for LALR)."""
 
     def __post_init__(self) -> None:
         term_names = [t.name for t in self.terminals]
@@ -129,6 +132,8 @@ class Grammar:
         missing = self.ignore - terms
         if missing:
             raise UndefinedSymbolError(f"%ignore names undefined terminal(s): {', '.join(sorted(missing))}")
+        if self.lexer not in ("basic", "contextual"):
+            raise ConfigurationError(f"lexer must be 'basic' or 'contextual', not {self.lexer!r}")
         if self.conflicts not in ("resolve", "error"):
             raise GrammarError(f"conflicts must be 'resolve' or 'error', not {self.conflicts!r}")
         if self.indentation is not None:
@@ -193,4 +198,6 @@ class Grammar:
             doc["indentation"] = None if self.indentation is None else dataclasses.asdict(self.indentation)
         if self.semicolons is not None:
             doc["semicolons"] = dataclasses.asdict(self.semicolons)
+        if self.lexer != "basic":
+            doc["lexer"] = self.lexer
         return hashlib.sha256(json.dumps(doc, sort_keys=True).encode()).hexdigest()

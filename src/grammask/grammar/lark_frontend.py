@@ -34,20 +34,21 @@ def grammar_from_lark(
     rules itself (:class:`~grammask.grammar.ir.Indentation`); or a semicolon-insertion postlex that
     states its rule as the attributes ``nl_types``, ``semicolon_type``, ``trigger_types`` and
     ``insert_at_eof`` (:class:`~grammask.grammar.ir.Semicolons`, e.g. the built-in Go grammar's). Its
-    ``always_accept`` terminals are kept although no rule uses them, as Lark keeps them. ``lexer`` is Lark's lexer name; only
-    ``"basic"`` is built so far (grammask's lexing rule, see ``docs/architecture.md``).
+    ``always_accept`` terminals are kept although no rule uses them, as Lark keeps them. ``lexer`` is Lark's lexer name
+    for LALR: ``"contextual"`` (only the terminals the parser's state accepts compete for a lexeme) or ``"basic"``
+    (all of them); see :attr:`Grammar.lexer`.
 
     Raises :class:`~grammask.errors.GrammarSyntaxError` (with line and column) for text that is not Lark
     EBNF, :class:`~grammask.errors.UndefinedSymbolError` for a rule or terminal used but not defined (or
     a missing ``start`` rule or a postlex terminal the grammar lacks), :class:`~grammask.errors.GrammarError`
     for any other error lark reports, for a ``%declare``-d terminal used without an indenter that produces it and
-    for an unknown ``conflicts``, and :class:`~grammask.errors.ConfigurationError` for a ``postlex`` of neither kind or a
-    ``lexer`` other than ``"basic"``. Terminal regexes are checked at compile time.
+    for an unknown ``conflicts``, and :class:`~grammask.errors.ConfigurationError` for a ``postlex`` of neither kind or
+    another ``lexer``. Terminal regexes are checked at compile time.
     """
-    if lexer != "basic":
+    if lexer not in ("basic", "contextual"):
         raise ConfigurationError(
-            f"lexer={lexer!r}: grammask builds Lark's 'basic' lexer only so far (the contextual lexer is not built "
-            f"yet); pass lexer='basic'"
+            f"lexer={lexer!r}: grammask builds Lark's LALR lexers, 'contextual' and 'basic' (Earley's 'dynamic' "
+            f"lexers have no LALR parser to go with)"
         )
     indentation, semicolons = _postlex_rules(postlex)
     keep = {str(t) for t in getattr(postlex, "always_accept", ())}
@@ -88,7 +89,7 @@ def grammar_from_lark(
             f"them; pass postlex= (a lark.indenter.Indenter) or give them a pattern"
         )
     return Grammar(tuple(terminals), rules, start, frozenset(str(i) for i in ignore), name=name, conflicts=conflicts,
-                   declared=tuple(declared), indentation=indentation, semicolons=semicolons)
+                   declared=tuple(declared), indentation=indentation, semicolons=semicolons, lexer=lexer)
 
 
 def _regexp(pattern) -> str:

@@ -1,0 +1,234 @@
+"""Lark's contextual lexer as lexer *modes*: which terminals compete for a lexeme depends on the LR state.
+
+Lark's contextual lexer (its default for LALR) lets only the terminals the current LR state accepts, and
+the ignored ones, compete for the next lexeme. grammask runs the same rule with one lexer DFA per *mode*
+and the lexing rule of :mod:`grammask.automata.lexer` inside each.
+
+**Modes.** Say terminal ``T`` *shadows* ``B`` when some lexeme of ``B`` is a proper prefix of a string of
+``T`` (``T`` can make the lexer grow past a ``B`` lexeme) or a lexeme of both that ``T`` wins. In LR state
+``s`` the mode keeps every terminal except ``R(s)``: those ``s`` does not accept that shadow one it does
+(or an ignored one). Keeping the others changes no verdict: where the mode's DFA emits a terminal ``s``
+does not accept, the parser rejects it, and Lark's lexer over the accepted terminals alone finds no
+lexeme there either; where it emits an accepted one, both lexers emit the same lexeme. So LR states that
+differ only in terminals that shadow nothing share a mode, and a grammar where no state needs to drop a
+terminal has one mode that keeps all: it is lexed as with the basic lexer, at no cost.
+
+**One automaton.** The modes' DFAs (the basic DFA with transitions into states where no kept terminal is
+alive cut, and each state's winner among the kept terminals) are stacked and minimized together, so the
+states where modes agree (inside a string, a number) are shared. ``restart`` gives the mode the next
+lexeme starts in: after an ignored lexeme the same mode; after a terminal whose shift targets all lie in
+one mode, that mode. Otherwise the next mode depends on the stack, and the lexer *branches*: the
+next lexeme may start in any of the modes of its shift targets (``branch_start``/``branch_mode``): the
+matcher picks the one of the LR state it reaches, and the vocabulary walk lexes them side by side
+(:mod:`grammask.contextual_walk`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from grammask.automata.dfa import coarsest_partition
+from grammask.automata.lexer import (
+    BRANCH,
+    NO_TERMINAL,
+    LexerAutomaton,
+    check_trailing_context,
+    producible,
+)
+from grammask.errors import NO_DEADLINE, Deadline, GrammarError
+
+
+@dataclass(frozen=True)
+class LexerModes:
+    """How a contextual lexer's modes meet the parser.
+
+    ``lr_mode[s]`` is the mode of LR state ``s`` (-1 for a state never on top when a lexeme starts);
+    ``state_modes[q]`` the modes whose lexemes pass through lexer state ``q`` (a bool row per state).
+    """
+
+    lr_mode: np.ndarray
+    state_modes: np.ndarray
+
+
+def shadows(lexer: LexerAutomaton) -> np.ndarray:
+    """``shadow[T, B]``: terminal ``T`` shadows ``B`` (see the module docstring), from the lexer's match sets.
+
+    Raises :class:`~grammask.errors.GrammarError` for a lexer without them (one loaded from the cache).
+    """
+    matches = lexer.matches
+    if matches is None:
+        raise GrammarError("the lexer was loaded without its match sets; build it with build_lexer")
+    alive_after = _alive(lexer.trans, matches, strict=True)
+    shadow = alive_after.T.astype(np.int64) @ matches.astype(np.int64) > 0
+    rank = lexer.rank
+    better = rank[:, None] < rank[None, :]
+    both = matches.T.astype(np.int64) @ matches.astype(np.int64) > 0
+    shadow |= both & better
+    np.fill_diagonal(shadow, False)
+    return shadow
+
+
+def contextual_lexer(
+    lexer: LexerAutomaton, accepts: np.ndarray, on_top: np.ndarray, shift_targets: list[np.ndarray],
+    start_state: int, deadline: Deadline | None = None,
+) -> tuple[LexerAutomaton, LexerModes] | None:
+    """The contextual lexer built from the basic one, or None where it lexes every sentence the same way.
+
+    ``accepts[s, t]``: LR state ``s`` accepts lexer terminal ``t`` (ignored ones count as accepted);
+    ``on_top[s]``: a lexeme can start with ``s`` on top (the start state, shift targets);
+    ``shift_targets[t]``: the LR states a shift of terminal ``t`` leads to; ``start_state``: the LR state a
+    sentence starts in (its mode's empty lexeme is state 0). Raises
+    :class:`~grammask.errors.CompileTimeoutError` once ``deadline`` (None: no limit) has passed.
+    """
+    deadline = deadline or NO_DEADLINE
+    n_terms = len(lexer.terminals)
+    accepts = accepts | lexer.ignored[None, :]
+    shadow = shadows(lexer)
+    # removed[s, T]: T is not accepted in s and shadows a terminal that is
+    removed = ~accepts & ((accepts.astype(np.int64) @ shadow.T.astype(np.int64)) > 0)
+    tops = np.flatnonzero(on_top)
+    mode_keys: dict[bytes, int] = {}
+    lr_mode = np.full(len(accepts), -1, dtype=np.int32)
+    keeps: list[np.ndarray] = []
+    for s in tops.tolist():
+        key = np.packbits(removed[s]).tobytes()
+        mode = mode_keys.get(key)
+        if mode is None:
+            mode = mode_keys[key] = len(keeps)
+            keeps.append(~removed[s])
+        lr_mode[s] = mode
+    if len(keeps) <= 1 and not removed[tops].any():
+        return None
+    deadline.check("the contextual lexer's modes")
+    next_modes = [sorted({int(lr_mode[t]) for t in targets.tolist() if lr_mode[t] >= 0}) for targets in shift_targets]
+    return _stack_modes(lexer, keeps, next_modes, int(lr_mode[start_state]), lr_mode, n_terms, deadline)
+
+
+def _alive(trans: np.ndarray, matches: np.ndarray, strict: bool) -> np.ndarray:
+    """Per state and terminal: some continuation (non-empty if ``strict``) is a lexeme of that terminal."""
+    n = trans.shape[0]
+    reach = matches.copy()
+    succ = [np.unique(row[row >= 0]) for row in trans]
+    changed = True
+    while changed:
+        changed = False
+        for q in range(n - 1, -1, -1):
+            if len(succ[q]):
+                merged = reach[q] | reach[succ[q]].any(axis=0)
+                if not np.array_equal(merged, reach[q]):
+                    reach[q] = merged
+                    changed = True
+    if not strict:
+        return reach
+    out = np.zeros_like(reach)
+    for q in range(n):
+        if len(succ[q]):
+            out[q] = reach[succ[q]].any(axis=0)
+    return out
+
+
+def _stack_modes(
+    lexer: LexerAutomaton, keeps: list[np.ndarray], next_modes: list[list[int]], first_mode: int,
+    lr_mode: np.ndarray, n_terms: int, deadline: Deadline,
+) -> tuple[LexerAutomaton, LexerModes]:
+    """One DFA per mode, stacked and minimized together, with restarts and branch aliases."""
+    n = lexer.n_states
+    matches = lexer.matches
+    alive = _alive(lexer.trans, matches, strict=False)
+    rank = lexer.rank
+    n_modes = len(keeps)
+    trans_parts, accept_parts = [], []
+    for keep in keeps:
+        live = (alive & keep[None, :]).any(axis=1)
+        target_ok = np.where(lexer.trans >= 0, live[np.maximum(lexer.trans, 0)], False)
+        trans_parts.append(np.where(target_ok, lexer.trans, -1))
+        kept = matches & keep[None, :]
+        ranked = np.where(kept, rank[None, :], np.iinfo(np.int64).max)
+        accept_parts.append(np.where(kept.any(axis=1), ranked.argmin(axis=1), NO_TERMINAL).astype(np.int32))
+    offsets = np.arange(n_modes, dtype=np.int64) * n
+    trans = np.vstack([np.where(t >= 0, t + off, -1) for t, off in zip(trans_parts, offsets)]).astype(np.int64)
+    accept = np.concatenate(accept_parts)
+    mode_of_row = np.repeat(np.arange(n_modes), n)
+    starts = offsets.copy()
+    restart = np.full(len(accept), -1, dtype=np.int64)
+    for q, term in enumerate(accept.tolist()):
+        if term < 0:
+            continue
+        if lexer.ignored[term]:
+            restart[q] = starts[mode_of_row[q]]
+        elif len(next_modes[term]) == 1:
+            restart[q] = starts[next_modes[term][0]]
+        else:
+            restart[q] = BRANCH
+    keep_rows = _reachable(trans, starts)
+    deadline.check("the contextual lexer's modes")
+    # Minimize: same winner, same restart block, same successors; mode starts apart from inner states.
+    sink = len(accept)
+    restart_col = np.where(restart >= 0, restart, sink)
+    columns = np.column_stack([trans, restart_col])[keep_rows]
+    new_row = np.full(sink + 1, -1, dtype=np.int64)
+    new_row[np.flatnonzero(keep_rows)] = np.arange(int(keep_rows.sum()))
+    new_row[sink] = -1
+    columns = np.where(columns >= 0, new_row[np.where(columns >= 0, columns, sink)], columns)
+    is_start = np.zeros(sink, dtype=bool)
+    is_start[starts] = True
+    labels = np.unique(np.column_stack([accept[keep_rows], is_start[keep_rows], restart[keep_rows] == BRANCH]),
+                       axis=0, return_inverse=True)[1].reshape(-1)
+    block = coarsest_partition(columns, labels, deadline)
+    # Number blocks with the first mode's start as 0.
+    first_block = block[new_row[starts[first_mode]]]
+    order = np.unique(block)
+    order = np.concatenate([[first_block], order[order != first_block]])
+    renumber = np.empty(int(block.max()) + 1, dtype=np.int64)
+    renumber[order] = np.arange(len(order))
+    state = renumber[block]
+    n_new = len(order)
+    rep = np.empty(n_new, dtype=np.int64)
+    rep[state] = np.arange(len(state))
+    rows = columns[rep]
+    new_trans = np.where(rows[:, :256] >= 0, state[np.maximum(rows[:, :256], 0)], -1).astype(np.int32)
+    kept_rows = np.flatnonzero(keep_rows)
+    new_accept = accept[kept_rows[rep]].astype(np.int32)
+    new_restart = np.where(rows[:, 256] >= 0, state[np.maximum(rows[:, 256], 0)], BRANCH).astype(np.int32)
+    new_restart[new_accept < 0] = 0
+    start_state = state[new_row[starts]]
+    state_modes = np.zeros((n_new, n_modes), dtype=bool)
+    for m in range(n_modes):
+        state_modes[_reachable(new_trans, start_state[m : m + 1]), m] = True
+    branches = [(t, m) for t in range(n_terms) if len(next_modes[t]) > 1 and not lexer.ignored[t]
+                for m in next_modes[t]]
+    branch_ptr = np.zeros(n_terms + 1, dtype=np.int32)
+    for t, _ in branches:
+        branch_ptr[t + 1] += 1
+    for index, context in lexer.trailing:
+        check_trailing_context(new_trans, new_accept, index, context, lexer.terminals[index],
+                               tuple(start_state.tolist()))
+    contextual = LexerAutomaton(
+        terminals=lexer.terminals,
+        ignored=lexer.ignored,
+        trans=new_trans,
+        accept=new_accept,
+        produce=producible(new_trans, new_accept, n_terms, deadline),
+        restart=new_restart,
+        branch_ptr=np.cumsum(branch_ptr).astype(np.int32),
+        branch_start=np.array([start_state[m] for _, m in branches], dtype=np.int32),
+        branch_mode=np.array([m for _, m in branches], dtype=np.int32),
+        lr_mode=lr_mode,
+    )
+    return contextual, LexerModes(lr_mode, state_modes)
+
+
+def _reachable(trans: np.ndarray, starts: np.ndarray) -> np.ndarray:
+    """Which states the transitions reach from ``starts`` (the starts included)."""
+    seen = np.zeros(trans.shape[0], dtype=bool)
+    seen[starts] = True
+    frontier = np.unique(starts)
+    while len(frontier):
+        nxt = np.unique(trans[frontier])
+        nxt = nxt[nxt >= 0]
+        nxt = nxt[~seen[nxt]]
+        seen[nxt] = True
+        frontier = nxt
+    return seen

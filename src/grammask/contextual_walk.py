@@ -1,0 +1,437 @@
+"""The vocabulary walk under a contextual lexer: the next lexeme's possible modes lexed side by side.
+
+After a terminal whose shift targets lie in several modes (a *branch*, see
+:mod:`grammask.automata.contextual`), the walk cannot know which mode the next lexeme is lexed in. Walking
+the rest of every token once per mode multiplies the work at every such boundary; instead the modes are
+*superposed*: one pending configuration holds the terminal just ended and, per possible mode, the lexer
+state of the next lexeme. The terminal is written into the sequence only once the modes part ways or meet:
+
+* when every surviving mode reaches the same lexer state (merged states behave alike), or ends its lexeme
+  as the same parser terminal, the terminal is written as an *alias* ``(terminal, set of modes)`` and the
+  walk goes on as usual; an ignored lexeme keeps each mode, so it keeps the superposition;
+* where the modes disagree (some go on, some end a lexeme, with different terminals), the subtree below is
+  walked once per group of modes that agree, like a branch;
+* a token that ends while modes are superposed is reported once per lexer state they are in, each with
+  the alias of the modes in that state.
+
+Each alias becomes a parser column (the terminal's, with shifts into other modes removed), so the parser
+keeps exactly the modes its stack allows. Aliases and superpositions are interned in arrays the compiled
+walk extends, like the emitted sequences (:class:`~grammask.spanner.SequenceTable`).
+"""
+
+from __future__ import annotations
+
+import numba as nb
+import numpy as np
+
+from grammask.errors import GrammarError
+from grammask.spanner import SequenceTable, TrieWalk, VocabTrie, intern, store_subtree
+
+_DONE, _FULL, _OUT_FULL, _TOO_DEEP = 0, 1, 2, 3
+# Pending superpositions kept at once (per compile) and aliases; more raise (a grammar with very many modes).
+_MAX_PENDING = 1 << 20
+MAX_ALIASES = 1 << 16
+_MAX_DEPTH = 4096  # splits open at once: at most one per byte of a token
+
+
+class Superpositions:
+    """Interned pending superpositions and mode-set aliases of one compile.
+
+    Pending ``p`` is (terminal ``term[p]``, per branch option ``k`` of it the state ``comp[p, k]``, -1 where
+    that mode died). Alias ``a`` is (terminal ``alias_term[a]``, bit set ``alias_mask[a]`` over the
+    terminal's branch options); its parser terminal is ``base + a``.
+    """
+
+    def __init__(self, max_options: int, base: int):
+        self.base = base
+        self.term = np.full(1024, -1, dtype=np.int32)
+        self.comp = np.full((1024, max(max_options, 1)), -1, dtype=np.int32)
+        self.slots = np.full(4096, -1, dtype=np.int64)
+        self.alias_term = np.full(MAX_ALIASES, -1, dtype=np.int32)
+        self.alias_mask = np.zeros(MAX_ALIASES, dtype=np.int64)
+        self.alias_slots = np.full(2 * MAX_ALIASES, -1, dtype=np.int64)
+        self.counts = np.zeros(2, dtype=np.int64)  # pending, aliases
+        self.frames = np.empty((_MAX_DEPTH, 3), dtype=np.int64)  # open splits: node, option, options
+
+    def grow(self) -> None:
+        """Double the pending table (rehashing its index); raises :class:`~grammask.errors.GrammarError` past its bound."""
+        n = len(self.term)
+        if 2 * n > _MAX_PENDING:
+            raise GrammarError("the contextual lexer's walk holds too many superposed modes; try lexer='basic'")
+        self.term = np.concatenate([self.term, np.full(n, -1, dtype=np.int32)])
+        self.comp = np.vstack([self.comp, np.full_like(self.comp, -1)])
+        self.slots = _rehash_pending(self.term, self.comp, int(self.counts[0]), 8 * n)
+
+    @property
+    def aliases(self) -> list[tuple[int, int]]:
+        """The interned aliases as (terminal, bit set over its branch options)."""
+        n = int(self.counts[1])
+        return list(zip(self.alias_term[:n].tolist(), self.alias_mask[:n].tolist()))
+
+    def arrays(self) -> tuple:
+        return (self.term, self.comp, self.slots, self.alias_term, self.alias_mask, self.alias_slots, self.counts,
+                np.int64(self.base))
+
+
+def walk_contextual(
+    trie: VocabTrie, trans: np.ndarray, accept: np.ndarray, restart: np.ndarray, ignored: np.ndarray,
+    parser_term: np.ndarray, branch_ptr: np.ndarray, branch_start: np.ndarray, start: int, seqs: SequenceTable,
+    sup: Superpositions, work: TrieWalk,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Lex every token from lexer state ``start`` of a contextual lexer: ``(entries, seq, end)`` as
+    :func:`~grammask.spanner.walk_alive` reports them, an entry possibly several times (once per lexer state
+    its superposed modes end in). Sequences hold aliases (ids ``sup.base + a``) for branch terminals.
+    Raises :class:`~grammask.errors.GrammarError` when a table outgrows its bound (a grammar with very many modes)."""
+    room = len(trie.token_ids) + 1
+    while True:
+        seqs.ensure_room(room)
+        entries, seq, end, status = _walk(
+            trie.node_byte, trie.node_parent, trie.node_end, trie.node_tok_ptr, trans, accept, restart, ignored,
+            parser_term, branch_ptr, branch_start, np.int32(start), seqs.slots, seqs.parent, seqs.last,
+            seqs.count, np.int64(seqs.n_terms), work.state, work.seq, *work.out, *work.cache(), sup.frames,
+            *sup.arrays(),
+        )
+        if status == _DONE:
+            return entries, seq, end
+        if status == _OUT_FULL:
+            work.out = tuple(np.empty(2 * len(a), dtype=a.dtype) for a in work.out)
+        elif status == _TOO_DEEP:
+            raise GrammarError("a token splits the contextual lexer's modes more often than the walk has room for")
+        elif int(sup.counts[1]) >= MAX_ALIASES:
+            raise GrammarError("the contextual lexer's walk made too many mode-set aliases; try lexer='basic'")
+        elif 2 * (int(sup.counts[0]) + 1) > len(sup.term):
+            sup.grow()
+        else:
+            room = 2 * room + len(seqs)
+
+
+@nb.njit(cache=True)
+def _rehash_pending(term, comp, count, size):
+    slots = np.full(size, -1, dtype=np.int64)
+    for p in range(count):
+        h = _pending_hash(term[p], comp[p]) & (size - 1)
+        while slots[h] >= 0:
+            h = (h + 1) & (size - 1)
+        slots[h] = p
+    return slots
+
+
+@nb.njit(cache=True, inline="always")
+def _pending_hash(t, comps):
+    h = np.int64(t) * 0x9E3779B97F4A7C15
+    for k in range(len(comps)):
+        h = (h ^ np.int64(comps[k] + 1)) * 0x9E3779B97F4A7C15
+    return h
+
+
+@nb.njit(cache=True)
+def _pending_id(t, comps, p_term, p_comp, p_slots, counts):
+    """The id of superposition (t, comps); -1 when the table must grow first."""
+    mask = len(p_slots) - 1
+    h = _pending_hash(t, comps) & mask
+    while p_slots[h] >= 0:
+        p = p_slots[h]
+        if p_term[p] == t:
+            same = True
+            for k in range(len(comps)):
+                if p_comp[p, k] != comps[k]:
+                    same = False
+                    break
+            if same:
+                return p
+        h = (h + 1) & mask
+    p = counts[0]
+    if 2 * (p + 1) > len(p_term) or 2 * (p + 1) > len(p_slots) // 2:
+        return np.int64(-1)
+    p_slots[h] = p
+    p_term[p] = t
+    p_comp[p, :] = comps
+    counts[0] = p + 1
+    return p
+
+
+@nb.njit(cache=True)
+def _alias_pt(t, bits, a_term, a_mask, a_slots, counts, base):
+    """The parser terminal of alias (t, bits); -1 when the alias table is full."""
+    mask = len(a_slots) - 1
+    h = ((np.int64(t) * 0x9E3779B97F4A7C15) ^ bits) * 0x9E3779B97F4A7C15 & mask
+    while a_slots[h] >= 0:
+        a = a_slots[h]
+        if a_term[a] == t and a_mask[a] == bits:
+            return base + a
+        h = (h + 1) & mask
+    a = counts[1]
+    if a >= len(a_term):
+        return np.int64(-1)
+    a_slots[h] = a
+    a_term[a] = t
+    a_mask[a] = bits
+    counts[1] = a + 1
+    return base + a
+
+
+@nb.njit(cache=True)
+def _settle(t, comps, seq, slots, parent, last, count, n_terms, capacity, p_term, p_comp, p_slots, a_term, a_mask,
+            a_slots, counts, base):
+    """A superposition after a byte: (state, seq) resolved where every live mode is in one state, else
+    (-1 - pending id, seq); (-2**62, -1) if every mode died; seq -1 when a table must grow."""
+    one = -1
+    bits = np.int64(0)
+    for k in range(len(comps)):
+        if comps[k] >= 0:
+            bits |= np.int64(1) << k
+            if one == -1:
+                one = comps[k]
+            elif one != comps[k]:
+                one = -2
+    if one == -1:
+        return np.int64(-(1 << 62)), np.int64(-1)
+    if one >= 0:
+        pt = _alias_pt(t, bits, a_term, a_mask, a_slots, counts, base)
+        if pt < 0:
+            return np.int64(0), np.int64(-1)
+        return np.int64(one), intern(seq, pt, slots, parent, last, count, n_terms, capacity)
+    p = _pending_id(t, comps, p_term, p_comp, p_slots, counts)
+    if p < 0:
+        return np.int64(0), np.int64(-1)
+    return -1 - p, seq
+
+
+@nb.njit(cache=True)
+def _walk(node_byte, node_parent, node_end, node_tok_ptr, trans, accept, restart, ignored, parser_term,
+          branch_ptr, branch_start, start, slots, parent, last, count, n_terms, node_state, node_seq, entries,
+          seq_out, end_out, cache_keys, cache_span, arena_entries, arena_seq, arena_end, used, frames,
+          p_term, p_comp, p_slots, a_term, a_mask, a_slots, counts, base):
+    capacity = min(len(parent), len(slots) // 2)
+    out_capacity = len(entries)
+    cache_mask = len(cache_keys) - 1
+    n_states = trans.shape[0]
+    n_nodes = len(node_byte)
+    width = p_comp.shape[1]
+    comps = np.empty(width, dtype=np.int32)
+    kinds = np.empty(width, dtype=np.int64)  # per mode: -2 dead, -1 goes on, else the terminal it ends
+    n_out = 0
+    node_state[0] = start
+    node_seq[0] = 0
+    recording = -1
+    record_from = 0
+    record_end = 0
+    sp = 0
+    n = 1
+    while True:
+        while sp > 0 and n >= node_end[frames[sp - 1, 0]]:
+            frames[sp - 1, 1] += 1
+            if frames[sp - 1, 1] < frames[sp - 1, 2]:
+                n = frames[sp - 1, 0]
+                break
+            sp -= 1
+        if n >= n_nodes:
+            break
+        if recording >= 0 and n >= record_end:
+            store_subtree(recording, record_from, n_out, entries, seq_out, end_out, cache_span, arena_entries,
+                          arena_seq, arena_end, used)
+            recording = -1
+        up = node_parent[n]
+        state = node_state[up]
+        seq = node_seq[up]
+        b = node_byte[n]
+        if state >= 0:
+            nxt = trans[state, b]
+            if nxt < 0:
+                term = accept[state]
+                if term < 0:
+                    n = node_end[n]
+                    continue
+                again = restart[state]
+                if again >= 0:
+                    nxt = trans[again, b]
+                    if nxt < 0:
+                        n = node_end[n]
+                        continue
+                    pt = parser_term[term]
+                    if pt >= 0:
+                        seq = intern(seq, pt, slots, parent, last, count, n_terms, capacity)
+                        if seq < 0:
+                            return entries, seq_out, end_out, _FULL
+                else:
+                    comps[:] = -1
+                    lo = branch_ptr[term]
+                    for k in range(branch_ptr[term + 1] - lo):
+                        comps[k] = trans[branch_start[lo + k], b]
+                    nxt, seq = _settle(term, comps, seq, slots, parent, last, count, n_terms, capacity, p_term,
+                                       p_comp, p_slots, a_term, a_mask, a_slots, counts, base)
+                    if seq < 0:
+                        if nxt == -(1 << 62):
+                            n = node_end[n]
+                            continue
+                        return entries, seq_out, end_out, _FULL
+        else:
+            p = -1 - state
+            t = p_term[p]
+            # what each live mode does with byte b; the groups that agree are this node's options
+            n_groups = 0
+            go_on = False
+            for k in range(width):
+                s = p_comp[p, k]
+                if s < 0:
+                    kinds[k] = -2
+                elif trans[s, b] >= 0:
+                    kinds[k] = -1
+                    go_on = True
+                elif accept[s] >= 0:
+                    kinds[k] = accept[s]
+                else:
+                    kinds[k] = -2
+            n_groups = 1 if go_on else 0
+            for k in range(width):
+                if kinds[k] >= 0:
+                    first = True
+                    for j in range(k):
+                        if kinds[j] == kinds[k]:
+                            first = False
+                            break
+                    if first:
+                        n_groups += 1
+            if n_groups == 0:
+                n = node_end[n]
+                continue
+            option = 0
+            if n_groups > 1:
+                if sp > 0 and frames[sp - 1, 0] == n:
+                    option = frames[sp - 1, 1]
+                else:
+                    if sp == len(frames):
+                        return entries, seq_out, end_out, _TOO_DEEP
+                    frames[sp, 0] = n
+                    frames[sp, 1] = 0
+                    frames[sp, 2] = n_groups
+                    sp += 1
+            # the group of this option: -1 (modes that go on) or the terminal its modes end
+            group = np.int64(-1)
+            if not (go_on and option == 0):
+                seen = 1 if go_on else 0
+                for k in range(width):
+                    if kinds[k] >= 0:
+                        first = True
+                        for j in range(k):
+                            if kinds[j] == kinds[k]:
+                                first = False
+                                break
+                        if first:
+                            if seen == option:
+                                group = kinds[k]
+                                break
+                            seen += 1
+            comps[:] = -1
+            if group == -1:
+                for k in range(width):
+                    if kinds[k] == -1:
+                        comps[k] = trans[p_comp[p, k], b]
+                nxt, seq = _settle(t, comps, seq, slots, parent, last, count, n_terms, capacity, p_term, p_comp,
+                                   p_slots, a_term, a_mask, a_slots, counts, base)
+            elif ignored[group]:
+                for k in range(width):  # an ignored lexeme keeps each mode
+                    if kinds[k] == group:
+                        comps[k] = trans[restart[p_comp[p, k]], b]
+                nxt, seq = _settle(t, comps, seq, slots, parent, last, count, n_terms, capacity, p_term, p_comp,
+                                   p_slots, a_term, a_mask, a_slots, counts, base)
+            else:
+                bits = np.int64(0)
+                one = -1
+                for k in range(width):
+                    if kinds[k] == group:
+                        bits |= np.int64(1) << k
+                        one = p_comp[p, k]
+                pt = _alias_pt(t, bits, a_term, a_mask, a_slots, counts, base)
+                if pt < 0:
+                    return entries, seq_out, end_out, _FULL
+                seq = intern(seq, pt, slots, parent, last, count, n_terms, capacity)
+                if seq < 0:
+                    return entries, seq_out, end_out, _FULL
+                again = restart[one]
+                if again >= 0:
+                    nxt = trans[again, b]
+                    seq = intern(seq, parser_term[group], slots, parent, last, count, n_terms, capacity)
+                    if nxt < 0:
+                        n = node_end[n]
+                        continue
+                else:
+                    lo = branch_ptr[group]
+                    for k in range(branch_ptr[group + 1] - lo):
+                        comps[k] = trans[branch_start[lo + k], b]
+                    nxt, seq = _settle(group, comps, seq, slots, parent, last, count, n_terms, capacity, p_term,
+                                       p_comp, p_slots, a_term, a_mask, a_slots, counts, base)
+            if seq < 0:
+                if nxt == -(1 << 62):
+                    n = node_end[n]
+                    continue
+                return entries, seq_out, end_out, _FULL
+        if up == 0 and nxt >= 0:  # a first-byte subtree: copy it if stored, record it on its second visit
+            key = (seq * n_states + nxt) * n_nodes + n
+            h = (key * 0x9E3779B97F4A7C15) & cache_mask
+            while cache_keys[h] >= 0 and cache_keys[h] != key:
+                h = (h + 1) & cache_mask
+            if cache_keys[h] == key:
+                if cache_span[h, 0] >= 0 and n_out + cache_span[h, 1] <= out_capacity:
+                    a, length = cache_span[h, 0], cache_span[h, 1]
+                    entries[n_out : n_out + length] = arena_entries[a : a + length]
+                    seq_out[n_out : n_out + length] = arena_seq[a : a + length]
+                    end_out[n_out : n_out + length] = arena_end[a : a + length]
+                    n_out += length
+                    n = node_end[n]
+                    continue
+                if recording < 0:
+                    recording = h
+                    record_from = n_out
+                    record_end = node_end[n]
+            elif 2 * used[1] < len(cache_keys):
+                cache_keys[h] = key
+                used[1] += 1
+        node_state[n] = nxt
+        node_seq[n] = seq
+        n_tok = node_tok_ptr[n + 1] - node_tok_ptr[n]
+        if n_tok:
+            if nxt >= 0:
+                if n_out + n_tok > out_capacity:
+                    return entries, seq_out, end_out, _OUT_FULL
+                for e in range(node_tok_ptr[n], node_tok_ptr[n + 1]):
+                    entries[n_out] = e
+                    seq_out[n_out] = seq
+                    end_out[n_out] = nxt
+                    n_out += 1
+            else:  # superposed modes: one report per lexer state they are in
+                p = -1 - nxt
+                t = p_term[p]
+                for k in range(width):
+                    s = p_comp[p, k]
+                    if s < 0:
+                        continue
+                    first = True
+                    for j in range(k):
+                        if p_comp[p, j] == s:
+                            first = False
+                            break
+                    if not first:
+                        continue
+                    bits = np.int64(0)
+                    for j in range(k, width):
+                        if p_comp[p, j] == s:
+                            bits |= np.int64(1) << j
+                    pt = _alias_pt(t, bits, a_term, a_mask, a_slots, counts, base)
+                    if pt < 0:
+                        return entries, seq_out, end_out, _FULL
+                    tail = intern(seq, pt, slots, parent, last, count, n_terms, capacity)
+                    if tail < 0:
+                        return entries, seq_out, end_out, _FULL
+                    if n_out + n_tok > out_capacity:
+                        return entries, seq_out, end_out, _OUT_FULL
+                    for e in range(node_tok_ptr[n], node_tok_ptr[n + 1]):
+                        entries[n_out] = e
+                        seq_out[n_out] = tail
+                        end_out[n_out] = s
+                        n_out += 1
+        n += 1
+    if recording >= 0:
+        store_subtree(recording, record_from, n_out, entries, seq_out, end_out, cache_span, arena_entries, arena_seq,
+                      arena_end, used)
+    return entries[:n_out].copy(), seq_out[:n_out].copy(), end_out[:n_out].copy(), _DONE

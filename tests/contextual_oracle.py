@@ -1,0 +1,134 @@
+"""A brute-force mask oracle for Lark's contextual lexer that shares nothing with grammask's modes.
+
+In every LR state of Lark's own interactive LALR parser, the terminals its parse table accepts (and the
+ignored ones) get a DFA of their own, built from scratch (no removal of terminals that shadow nothing,
+no merged modes, no branch aliases). The prefix is lexed under the lexing rule of
+:mod:`grammask.automata.lexer` in the DFA of the parser's current state, and every completed terminal is
+fed to the parser at once, which picks the next lexeme's DFA.
+
+**Viability rule.** A byte string is viable iff it lexes and parses that way and its pending lexeme is
+empty or can still become (per its DFA's reachable winners) an ignored terminal or one the parser takes
+next. Token ``t`` is allowed after prefix ``w`` iff ``w + t`` is viable; EOS iff the pending lexeme is
+complete, the parser takes its terminal (if not ignored) and then the end of input.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from lark import Lark, Token
+from lark.exceptions import UnexpectedToken
+
+from grammask.automata.dfa import build_dfa
+from grammask.automata.patterns import compile_regex
+from grammask.grammar.ir import Grammar
+
+
+class _ModeDFA:
+    """One LR state's lexer: transitions, each state's winner (a grammar terminal index) and producible set."""
+
+    def __init__(self, grammar: Grammar, members: list[int], rank: dict[int, int]):
+        dfa = build_dfa([compile_regex(grammar.terminals[i].pattern, grammar.terminals[i].flags) for i in members])
+        self.trans = dfa.trans.tolist()
+        self.winner = [min((members[t] for t in tags), key=rank.__getitem__) if tags else -1 for tags in dfa.accepts]
+        n = len(self.trans)
+        self.produce: list[set[int]] = [set() for _ in range(n)]
+        changed = True
+        while changed:
+            changed = False
+            for q in range(n):
+                got = {self.winner[q]} - {-1}
+                for r in set(self.trans[q]) - {-1}:
+                    got |= self.produce[r]
+                if got != self.produce[q]:
+                    self.produce[q] = got
+                    changed = True
+
+
+class ContextualOracle:
+    """Masks of a grammar under Lark's contextual lexer, by brute force over the vocabulary."""
+
+    def __init__(self, lark_text: str, grammar: Grammar, rank: np.ndarray, vocab):
+        self.parser = Lark(lark_text, parser="lalr", lexer="contextual")
+        self.grammar = grammar
+        self.vocab = vocab
+        self.names = [t.name for t in grammar.terminals]
+        self.index = {n: i for i, n in enumerate(self.names)}
+        self.ignored = {i for i, n in enumerate(self.names) if n in grammar.ignore}
+        self.rank = {i: int(r) for i, r in enumerate(rank.tolist())}
+        self._dfas: dict[frozenset[int], _ModeDFA] = {}
+        self._fed: dict[tuple, object] = {}
+
+    def _mode(self, ip) -> _ModeDFA:
+        state = ip.parser_state
+        keys = state.parse_conf.parse_table.states[state.position].keys()
+        members = frozenset({self.index[k] for k in keys if k in self.index} | self.ignored)
+        dfa = self._dfas.get(members)
+        if dfa is None:
+            dfa = self._dfas[members] = _ModeDFA(self.grammar, sorted(members), self.rank)
+        return dfa
+
+    def _feed(self, ip, term: int):
+        """The parser after ``term`` (a copy), or None if it is a syntax error."""
+        if term in self.ignored:
+            return ip
+        key = (tuple(ip.parser_state.state_stack), term)
+        if key not in self._fed:
+            branch = ip.copy()
+            try:
+                branch.feed_token(Token(self.names[term], ""))
+            except UnexpectedToken:
+                branch = None
+            self._fed[key] = branch
+        return self._fed[key]
+
+    def _run(self, config, data: bytes):
+        """(mode DFA, state, parser) after non-empty ``data`` from ``config``, or None if rejected (the state
+        is a pending lexeme's, or 0 for none only at the very start)."""
+        dfa, q, ip = config
+        for b in data:
+            nxt = dfa.trans[q][b]
+            if nxt < 0:
+                term = dfa.winner[q]
+                if term < 0:
+                    return None
+                ip = self._feed(ip, term)
+                if ip is None:
+                    return None
+                dfa = self._mode(ip)
+                q = 0
+                nxt = dfa.trans[q][b]
+                if nxt < 0:
+                    return None
+            q = nxt
+        return dfa, q, ip
+
+    def _viable_end(self, config, started: bool = True) -> bool:
+        dfa, q, ip = config
+        if not started:
+            return True
+        return any(x in self.ignored or self._feed(ip, x) is not None for x in dfa.produce[q])
+
+    def mask(self, prefix: bytes) -> np.ndarray:
+        """Boolean mask over ``vocab.n_logits`` for the byte prefix (which must be viable)."""
+        ip = self.parser.parse_interactive("")
+        config = self._run((self._mode(ip), 0, ip), prefix)
+        assert config is not None and self._viable_end(config, bool(prefix)), "prefix is not viable"
+        allowed = np.zeros(self.vocab.n_logits, dtype=bool)
+        for tok, data in enumerate(self.vocab.tokens):
+            if data:
+                after = self._run(config, data)
+                allowed[tok] = after is not None and self._viable_end(after)
+        if self._accepts_end(config, bool(prefix)):
+            allowed[list(self.vocab.eos_ids)] = True
+        return allowed
+
+    def _accepts_end(self, config, started: bool) -> bool:
+        dfa, q, ip = config
+        if started:
+            term = dfa.winner[q]
+            if term < 0:
+                return False
+            ip = self._feed(ip, term)
+            if ip is None:
+                return False
+        return "$END" in ip.accepts()
