@@ -7,13 +7,13 @@ documents (:class:`grammask.sampler.SentenceSampler`; real indentation for the P
 seeds' benchmark (``data/seeds/``) for that language. grammask accepts a document when every token
 of the tokenizer's encoding is allowed and EOS is allowed after the last; Lark accepts it when its
 LALR parser (``lexer=--lexer``, the same postlex) parses it. Any difference is a disagreement, listed
-with where grammask rejected (token index, the text before that token).
+with where grammask rejected (token index, the token, the text before it) and Lark's error.
 
     python bench/bench_agreement.py [--n 500] [--grammars syncode-c,lark-python] [--seed 0] [--lexer basic] [--append]
 
 Results go to ``results/agreement.md`` and ``agreement.json`` (``--out``; with ``--append`` the rows
-of grammars not run now are kept from the JSON there, so grammars can be run one by one); the exit code is 1 when
-a grammar disagrees, fails to compile or cannot be sampled.
+of grammars not run now are kept from the JSON there, so grammars can be run one by one); the exit
+code is 1 when a grammar run now disagrees, fails to compile or cannot be sampled.
 """
 
 from __future__ import annotations
@@ -67,14 +67,17 @@ MUTATION_CHARS = " \n\t\"'\\/*#()[]{}:;,.=+-0123456789abcxyzEe_"
 
 @dataclass
 class Example:
-    """One disagreement: what kind of document, both verdicts, the text (shortened) and where grammask rejected."""
+    """One disagreement: what kind of document, both verdicts, the text (shortened), where grammask
+    rejected (token index, the token, the text before it) and Lark's error where it rejected."""
 
     kind: str
     lark: bool
     grammask: bool
     text: str
     rejected_at: int | None = None
+    token: str = ""
     before: str = ""
+    lark_error: str = ""
 
 
 @dataclass
@@ -125,13 +128,13 @@ class Judges:
     def __init__(self, compiled: gm.CompiledGrammar, parser: lark.Lark, tok: BenchTokenizer):
         self.compiled, self.parser, self.tok = compiled, parser, tok
 
-    def lark(self, text: str) -> bool:
-        """Whether Lark parses ``text``."""
+    def lark(self, text: str) -> str | None:
+        """None when Lark parses ``text``, else the first line of its error."""
         try:
             self.parser.parse(text)
-        except LARK_ERRORS:
-            return False
-        return True
+        except LARK_ERRORS as e:
+            return f"{type(e).__name__}: {str(e).strip().splitlines()[0] if str(e).strip() else ''}"
+        return None
 
     def grammask(self, text: str) -> tuple[bool, int | None]:
         """Whether grammask accepts ``text``, and the index of the token it rejected (None: it took
@@ -147,14 +150,17 @@ class Judges:
 def check(result: Result, judges: Judges, kind: str, text: str, n_examples: int) -> tuple[bool, bool]:
     """Judge one document, count it under ``kind`` and keep it as an example when the verdicts differ;
     returns (Lark's verdict, whether they agree)."""
-    want = judges.lark(text)
+    error = judges.lark(text)
+    want = error is None
     got, at = judges.grammask(text)
     agree = want == got
     setattr(result, kind, getattr(result, kind) + 1)
     setattr(result, f"{kind}_agree", getattr(result, f"{kind}_agree") + agree)
-    if not agree and len(result.examples) < n_examples:
-        before = "" if at is None else judges.tok.encoder.decode(judges.tok.encode(text)[:at])[-60:]
-        result.examples.append(Example(kind, want, got, _shorten(text), at, before))
+    if not agree and sum(e.kind == kind for e in result.examples) < n_examples:
+        ids = judges.tok.encode(text)
+        token = "" if at is None else judges.tok.encoder.decode(ids[at : at + 1])
+        before = "" if at is None else judges.tok.encoder.decode(ids[:at])[-60:]
+        result.examples.append(Example(kind, want, got, _shorten(text), at, token, before, error or ""))
     return want, agree
 
 
@@ -219,8 +225,9 @@ def markdown(results: Sequence[Result], header: str) -> str:
             lines += ["", f"### {r.grammar}: first disagreements", ""]
             for e in r.examples:
                 where = "EOS refused" if e.rejected_at is None and not e.grammask else (
-                    "grammask accepts" if e.grammask else f"token {e.rejected_at} refused after {e.before!r}")
-                lines.append(f"- {e.kind}, Lark {'accepts' if e.lark else 'rejects'}, {where}: `{e.text!r}`")
+                    "grammask accepts" if e.grammask else f"grammask refuses token {e.rejected_at} {e.token!r} after {e.before!r}")
+                lark_says = "Lark accepts" if e.lark else f"Lark rejects ({e.lark_error})"
+                lines.append(f"- {e.kind}: {lark_says}, {where}: `{e.text!r}`")
     return "\n".join(lines) + "\n"
 
 
@@ -232,7 +239,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--lexer", default="basic", choices=("basic", "contextual"), help="Lark's lexer")
     ap.add_argument("--tokenizer", default="llama3")
-    ap.add_argument("--examples", type=int, default=5, help="disagreements kept per grammar")
+    ap.add_argument("--examples", type=int, default=3, help="disagreements kept per grammar and kind of document")
     ap.add_argument("--append", action="store_true", help="keep the other grammars' rows of an earlier --out")
     ap.add_argument("--out", type=Path, default=RESULTS / "agreement.md", help="Markdown; the JSON goes beside it")
     args = ap.parse_args(argv)
@@ -253,6 +260,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     header = (f"Agreement with Lark (parser=lalr, lexer={args.lexer}), tokenizer {args.tokenizer}, n={args.n}, "
               f"seed {args.seed}; measured {env['date']} on {env['cpu']}, Python {env['python']}, one thread; "
               f"compile times follow a {warm_up:.1f} s warm-up compile of a one-rule grammar (the vocabulary's one-time work).")
+    failed = any(r.error or r.disagreements for r in results)
     json_path = args.out.with_suffix(".json")
     if args.append and json_path.exists():
         kept = [_result(d) for d in json.loads(json_path.read_text(encoding="utf-8"))["results"] if d["grammar"] not in names]
@@ -261,7 +269,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args.out.write_text(markdown(results, header), encoding="utf-8")
     payload = {"header": header, "results": [asdict(r) | {"disagreements": r.disagreements} for r in results]}
     json_path.write_text(json.dumps(payload, indent=1) + "\n", encoding="utf-8")
-    return int(any(r.error or r.disagreements for r in results))
+    return int(failed)
 
 
 def _result(row: dict) -> Result:
