@@ -157,9 +157,9 @@ def check(result: Result, judges: Judges, kind: str, text: str, n_examples: int)
     setattr(result, kind, getattr(result, kind) + 1)
     setattr(result, f"{kind}_agree", getattr(result, f"{kind}_agree") + agree)
     if not agree and sum(e.kind == kind for e in result.examples) < n_examples:
-        ids = judges.tok.encode(text)
-        token = "" if at is None else judges.tok.encoder.decode(ids[at : at + 1])
-        before = "" if at is None else judges.tok.encoder.decode(ids[:at])[-60:]
+        pieces = [judges.tok.vocab.tokens[t] or b"" for t in judges.tok.encode(text)]
+        token = "" if at is None else pieces[at].decode("utf-8", "replace")
+        before = "" if at is None else b"".join(pieces[:at]).decode("utf-8", "replace")[-60:]
         result.examples.append(Example(kind, want, got, _shorten(text), at, token, before, error or ""))
     return want, agree
 
