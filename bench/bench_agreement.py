@@ -212,12 +212,12 @@ def run_grammar(name: str, tok: BenchTokenizer, n: int, seed: int, lexer: str, n
 
 def markdown(results: Sequence[Result], header: str) -> str:
     """The results table and each grammar's disagreements, as Markdown."""
-    lines = [header, "", "| grammar | postlex | compile cold (s) | sampled (agree) | mutated (agree) | mutated Lark accepts | programs (agree) | check (s) | note |",
-             "|---|---|---|---|---|---|---|---|---|"]
+    lines = [header, "", "| grammar | postlex | compile cold (s) | sampled (agree) | failed draws | mutated (agree) | mutated Lark accepts | programs (agree) | check (s) | note |",
+             "|---|---|---|---|---|---|---|---|---|---|"]
     for r in results:
         compile_s = "" if r.compile_s is None else f"{r.compile_s:.2f}"
         lines.append(
-            f"| {r.grammar} | {r.postlex or ''} | {compile_s} | {r.sampled} ({r.sampled_agree}) | {r.mutated} ({r.mutated_agree}) "
+            f"| {r.grammar} | {r.postlex or ''} | {compile_s} | {r.sampled} ({r.sampled_agree}) | {r.sample_failures} | {r.mutated} ({r.mutated_agree}) "
             f"| {r.mutated_lark_accepts} | {r.programs} ({r.programs_agree}) | {r.check_s:.1f} | {r.error.replace('|', '/')} |"
         )
     for r in results:
