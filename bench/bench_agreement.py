@@ -165,7 +165,8 @@ def check(result: Result, judges: Judges, kind: str, text: str, n_examples: int)
 
 
 def run_grammar(name: str, tok: BenchTokenizer, n: int, seed: int, lexer: str, n_examples: int) -> Result:
-    """All of one grammar's figures; a grammar that does not load, compile or sample gets its error."""
+    """All of one grammar's figures; a grammar that grammask does not load or compile, Lark does not
+    build or the sampler cannot sample gets its error."""
     postlex = POSTLEX.get(name)
     result = Result(name, postlex)
     start = START.get(name, "start")
@@ -178,8 +179,12 @@ def run_grammar(name: str, tok: BenchTokenizer, n: int, seed: int, lexer: str, n
     except gm.GrammaskError as e:
         result.error = f"compile: {type(e).__name__}: {e}"
         return result
-    with _no_collision_check():
-        parser = lark.Lark(text, parser="lalr", lexer=lexer, postlex=make_postlex(postlex), start=start)
+    try:
+        with _no_collision_check():
+            parser = lark.Lark(text, parser="lalr", lexer=lexer, postlex=make_postlex(postlex), start=start)
+    except lark.exceptions.LarkError as e:
+        result.error = f"Lark: {type(e).__name__}: {str(e).strip().splitlines()[0]}"
+        return result
     judges = Judges(compiled, parser, tok)
     t0 = time.perf_counter()
     if name in PROGRAMS:
