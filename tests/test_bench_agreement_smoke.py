@@ -1,0 +1,40 @@
+"""Smoke test of bench/bench_agreement.py: SynCode's calculator and tiny grammars, a few documents each,
+on the committed SmolLM2 tokenizer, run one by one into the same results (``--append``)."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+BENCH_DIR = Path(__file__).resolve().parents[1] / "bench"
+sys.path.insert(0, str(BENCH_DIR))
+
+import bench_agreement
+import cases
+from harness import BenchError
+
+try:
+    cases.shared_dir(cases.SYNCODE_SUBDIR)
+except BenchError:
+    pytest.skip(f"no {cases.SYNCODE_SUBDIR} in a folder above the repository", allow_module_level=True)
+
+
+def test_runs_and_appends(tmp_path):
+    out = tmp_path / "agreement.md"
+    common = ["--n", "4", "--tokenizer", "smollm2", "--out", str(out)]
+    assert bench_agreement.main(["--grammars", "syncode-calc", *common]) == 0
+    assert bench_agreement.main(["--grammars", "syncode-tiny", "--append", *common]) == 0
+    rows = {r["grammar"]: r for r in json.loads(out.with_suffix(".json").read_text())["results"]}
+    assert list(rows) == ["syncode-calc", "syncode-tiny"]
+    for r in rows.values():
+        assert r["sampled"] == r["sampled_agree"] == r["mutated"] == r["mutated_agree"] == 4
+        assert r["compile_s"] is not None and not r["error"]
+    assert "| syncode-tiny |" in out.read_text()
+
+
+def test_unknown_grammar_is_a_usage_error():
+    with pytest.raises(SystemExit):
+        bench_agreement.main(["--grammars", "nope"])
