@@ -1,12 +1,13 @@
 """Issue 13's agreement bar: grammask's verdict on whole documents against Lark's, for SynCode's 10
 grammars and Lark's bundled python.lark and lark.lark.
 
-Per grammar: the cold compile (``grammask.compile(g, vocab, cache=False)``), then ``--n`` sampled
+Both sides use Lark's ``--lexer`` (``basic`` or ``contextual``). Per grammar: the cold compile
+(``grammask.compile(g, vocab, cache=False)``), then ``--n`` sampled
 documents (:class:`grammask.sampler.SentenceSampler`; real indentation for the Python grammars),
 ``--n`` mutations of them (1 to 3 characters inserted, deleted or swapped) and every program of the
 seeds' benchmark (``data/seeds/``) for that language. grammask accepts a document when every token
 of the tokenizer's encoding is allowed and EOS is allowed after the last; Lark accepts it when its
-LALR parser (``lexer=--lexer``, the same postlex) parses it. Any difference is a disagreement, listed
+LALR parser (the same lexer and postlex) parses it. Any difference is a disagreement, listed
 with where grammask rejected (token index, the token, the text before it) and Lark's error.
 
     python bench/bench_agreement.py [--n 500] [--grammars syncode-c,lark-python] [--seed 0] [--lexer basic] [--append]
@@ -172,7 +173,7 @@ def run_grammar(name: str, tok: BenchTokenizer, n: int, seed: int, lexer: str, n
     start = START.get(name, "start")
     try:
         text = grammar_source(name)
-        grammar = gm.Grammar.from_lark(text, start=start, postlex=make_postlex(postlex), name=name)
+        grammar = gm.Grammar.from_lark(text, start=start, postlex=make_postlex(postlex), name=name, lexer=lexer)
         t0 = time.perf_counter()
         compiled = gm.compile(grammar, tok.vocab, cache=False)
         result.compile_s = round(time.perf_counter() - t0, 2)
@@ -242,7 +243,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--grammars", default=",".join(GRAMMARS), help="comma-separated, from: " + ", ".join(GRAMMARS))
     ap.add_argument("--n", type=int, default=500, help="sampled (and as many mutated) documents per grammar")
     ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--lexer", default="basic", choices=("basic", "contextual"), help="Lark's lexer")
+    ap.add_argument("--lexer", default="basic", choices=("basic", "contextual"), help="Lark's lexer (both sides)")
     ap.add_argument("--tokenizer", default="llama3")
     ap.add_argument("--examples", type=int, default=3, help="disagreements kept per grammar and kind of document")
     ap.add_argument("--append", action="store_true", help="keep the other grammars' rows of an earlier --out")

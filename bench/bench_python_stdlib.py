@@ -42,7 +42,8 @@ def main() -> None:
     ap.add_argument("--limit", type=int, default=0, help="only the first N files (0: all)")
     args = ap.parse_args()
     vocab = _vocab(args.tokenizer)
-    grammar = gm.Grammar.from_lark(LARK_PYTHON, start="file_input", postlex=PythonIndenter(), name="lark-python")
+    grammar = gm.Grammar.from_lark(LARK_PYTHON, start="file_input", postlex=PythonIndenter(), name="lark-python",
+                                  lexer="basic")
     t0 = time.perf_counter()
     compiled = gm.Compiler(vocab, cache=False).compile(grammar)
     cold = time.perf_counter() - t0

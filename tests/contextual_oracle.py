@@ -21,6 +21,7 @@ from lark.exceptions import UnexpectedToken
 from grammask.automata.dfa import build_dfa
 from grammask.automata.patterns import compile_regex
 from grammask.grammar.ir import Grammar
+from grammask.grammar.lark_frontend import _no_collision_check
 
 
 class _ModeDFA:
@@ -48,7 +49,8 @@ class ContextualOracle:
     """Masks of a grammar under Lark's contextual lexer, by brute force over the vocabulary."""
 
     def __init__(self, lark_text: str, grammar: Grammar, rank: np.ndarray, vocab):
-        self.parser = Lark(lark_text, parser="lalr", lexer="contextual")
+        with _no_collision_check():  # Lark's interegular check runs for minutes on big grammars
+            self.parser = Lark(lark_text, parser="lalr", lexer="contextual")
         self.grammar = grammar
         self.vocab = vocab
         self.names = [t.name for t in grammar.terminals]

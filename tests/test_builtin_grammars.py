@@ -187,7 +187,7 @@ def test_builtin_builds_strict_and_loads_into_the_ir(name):
         with _no_collision_check():  # lark's interegular check on these grammars runs for many minutes
             parser = Lark(text, parser="lalr", lexer="basic", postlex=postlex)
     grammar = grammask.Grammar.builtin(name)
-    assert grammar == grammask.Grammar.from_lark(text, name=name, postlex=builtin_postlex(name))
+    assert grammar == grammask.Grammar.from_lark(text, name=name, postlex=builtin_postlex(name), lexer="basic")
     assert set(grammar.terminal_names) == {t.name for t in parser.terminals}
     assert len(grammar.rules) == len(parser.rules)
     assert grammar.start == "start"

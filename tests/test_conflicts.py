@@ -59,7 +59,7 @@ path: "up" | "up" "!" "down"
 
 
 def _tables(text: str, **kwargs) -> ParseTables:
-    g = Grammar.from_lark(text, **kwargs)
+    g = Grammar.from_lark(text, lexer="basic", **kwargs)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         return build_parse_tables(g, tuple(t.name for t in g.terminals if t.name not in g.ignore))
@@ -125,7 +125,7 @@ def test_reduce_reduce_resolved_by_priority(high, low, kept, lost):
     assert f"reduce/reduce conflict on DOT: reduce by {high} -> X (highest priority) over {low} -> X" in note
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        compiled = compile(Grammar.from_lark(text), get_vocab("smollm2"), cache=False)
+        compiled = compile(Grammar.from_lark(text, lexer="basic"), get_vocab("smollm2"), cache=False)
     lark = Lark(text, parser="lalr")
     assert _accepts(compiled, kept) and lark.parse(kept)
     assert not _accepts(compiled, lost)
@@ -183,14 +183,14 @@ def test_notes_survive_the_disk_cache(tmp_path):
 def test_budgets_refuse_resolved_conflicts():
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        compiled = compile(Grammar.from_lark(DANGLING_ELSE), get_vocab("smollm2"), cache=False)
+        compiled = compile(Grammar.from_lark(DANGLING_ELSE, lexer="basic"), get_vocab("smollm2"), cache=False)
     with pytest.raises(BudgetError, match="without LALR.1. conflicts"):
         compiled.matcher(max_tokens=50)
 
 
 def test_agrees_with_lark_on_resolved_conflicts():
     vocab = get_vocab("smollm2")
-    g = Grammar.from_lark(RESOLVED)
+    g = Grammar.from_lark(RESOLVED, lexer="basic")
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         compiled = compile(g, vocab, cache=False)
@@ -223,7 +223,7 @@ def test_agrees_with_lark_on_resolved_conflicts():
 @pytest.mark.parametrize(("text", "n_prefixes"), [(DANGLING_ELSE, 300), (RESOLVED, 150)], ids=["dangling_else", "resolved"])
 def test_masks_equal_oracle(text, n_prefixes):
     vocab = get_vocab("smollm2")
-    g = Grammar.from_lark(text)
+    g = Grammar.from_lark(text, lexer="basic")
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         compiled = compile(g, vocab, cache=False)

@@ -53,7 +53,7 @@ class A(object):
 
 @pytest.fixture(scope="module")
 def python_grammar():
-    return Grammar.from_lark(LARK_PYTHON, start="file_input", postlex=PythonIndenter())
+    return Grammar.from_lark(LARK_PYTHON, start="file_input", postlex=PythonIndenter(), lexer="basic")
 
 
 @pytest.fixture(scope="module")
@@ -201,7 +201,7 @@ class _EndsLikeCPython(PythonIndenter):
 
 @pytest.fixture(scope="module")
 def cpython_end():
-    grammar = Grammar.from_lark(LARK_PYTHON, start="file_input", postlex=_EndsLikeCPython())
+    grammar = Grammar.from_lark(LARK_PYTHON, start="file_input", postlex=_EndsLikeCPython(), lexer="basic")
     return Compiler(get_vocab("smollm2"), cache=False).compile(grammar)
 
 

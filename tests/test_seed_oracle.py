@@ -1,7 +1,8 @@
 """Exact masks on the seeds' benchmark grammars (SynCode's Go and Java, as the GreatGramma paper uses them):
-``fill_mask`` equals the brute-force oracle (tests/oracle.py) at prefixes of real programs those grammars accept.
+``fill_mask`` equals the brute-force oracle at prefixes of real programs those grammars accept, under both of
+Lark's LALR lexers (tests/oracle.py for the basic one, tests/contextual_oracle.py for the contextual one).
 
-CI checks a slice; ``pytest -m slow tests/test_seed_oracle.py`` checks 1,000 prefixes per grammar.
+CI checks a slice; ``pytest -m slow tests/test_seed_oracle.py`` checks 1,000 prefixes per grammar and lexer.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from conftest import get_vocab
+from contextual_oracle import ContextualOracle
 from oracle import MaskOracle
 
 from grammask import Compiler, Grammar
@@ -24,20 +26,23 @@ PROGRAMS = ROOT / "bench" / "data" / "seeds"
 SUFFIX = {"go": "*.go", "java": "*.java"}
 
 
-def _setup(name: str):
+def _setup(name: str, lexer: str):
     path = SYNCODE / f"{name}.lark"
     if not path.exists():
         pytest.skip(f"SynCode's grammars are not at {SYNCODE}")
     text = path.read_text()
-    grammar = Grammar.from_lark(text, name=f"syncode-{name}")
+    grammar = Grammar.from_lark(text, name=f"syncode-{name}", lexer=lexer)
     vocab = get_vocab("smollm2")
     compiled = Compiler(vocab, cache=False).compile(grammar)
     return text, grammar, vocab, compiled
 
 
-def _check(name: str, n_prefixes: int, seed: int) -> int:
-    text, grammar, vocab, compiled = _setup(name)
-    oracle = MaskOracle(text, build_lexer(grammar), vocab)
+def _check(name: str, lexer: str, n_prefixes: int, seed: int) -> int:
+    text, grammar, vocab, compiled = _setup(name, lexer)
+    if lexer == "basic":
+        oracle = MaskOracle(text, build_lexer(grammar), vocab)
+    else:
+        oracle = ContextualOracle(text, grammar, build_lexer(grammar).rank, vocab)
     row = allocate_bitmask(1, vocab.n_logits)[0]
     programs = sorted(PROGRAMS.joinpath(name).glob(SUFFIX[name]))
     rng = random.Random(seed)
@@ -60,12 +65,14 @@ def _check(name: str, n_prefixes: int, seed: int) -> int:
     return checked
 
 
+@pytest.mark.parametrize("lexer", ["basic", "contextual"])
 @pytest.mark.parametrize("name", ["go", "java"])
-def test_masks_equal_oracle(name):
-    assert _check(name, n_prefixes=10, seed=1) == 10
+def test_masks_equal_oracle(name, lexer):
+    assert _check(name, lexer, n_prefixes=10, seed=1) == 10
 
 
 @pytest.mark.slow
+@pytest.mark.parametrize("lexer", ["basic", "contextual"])
 @pytest.mark.parametrize("name", ["go", "java"])
-def test_masks_equal_oracle_many(name):
-    assert _check(name, n_prefixes=1000, seed=2) == 1000
+def test_masks_equal_oracle_many(name, lexer):
+    assert _check(name, lexer, n_prefixes=1000, seed=2) == 1000

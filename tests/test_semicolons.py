@@ -66,7 +66,7 @@ return
 
 @pytest.fixture(scope="module")
 def grammar():
-    return Grammar.from_lark(GRAMMAR, postlex=Semis())
+    return Grammar.from_lark(GRAMMAR, postlex=Semis(), lexer="basic")
 
 
 @pytest.fixture(scope="module")

@@ -35,6 +35,10 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         "--conflicts", choices=("resolve", "error"), default="resolve",
         help="Lark grammars: resolve LALR(1) conflicts as Lark does (default, listed as notes) or refuse them",
     )
+    p.add_argument(
+        "--lexer", choices=("contextual", "basic"), default="contextual",
+        help="Lark grammars: Lark's LALR lexer (default contextual, as Lark's)",
+    )
     p.add_argument("--no-cache", action="store_true", help="compile even if a cached result exists")
 
 
@@ -79,7 +83,7 @@ def read_source(args: argparse.Namespace) -> Grammar:
         return Grammar.from_regex(args.regex)
     if args.lark is not None:
         path = Path(args.lark)
-        return Grammar.from_lark(read_text(path), name=path.stem, conflicts=args.conflicts)
+        return Grammar.from_lark(read_text(path), name=path.stem, conflicts=args.conflicts, lexer=args.lexer)
     if args.gbnf is not None:
         path = Path(args.gbnf)
         return Grammar.from_gbnf(read_text(path), name=path.stem)

@@ -23,7 +23,7 @@ _UNDEFINED = re.compile(r"(?:Rule|Terminal) '?([^' ]+)'? used but not defined|Te
 
 def grammar_from_lark(
     text: str, *, start: str = "start", name: str = "lark", conflicts: str = "resolve", postlex: object = None,
-    lexer: str = "basic",
+    lexer: str = "contextual",
 ) -> Grammar:
     """Load Lark EBNF text into a :class:`Grammar`; lark errors become grammask errors with line numbers.
 
@@ -35,8 +35,8 @@ def grammar_from_lark(
     states its rule as the attributes ``nl_types``, ``semicolon_type``, ``trigger_types`` and
     ``insert_at_eof`` (:class:`~grammask.grammar.ir.Semicolons`, e.g. the built-in Go grammar's). Its
     ``always_accept`` terminals are kept although no rule uses them, as Lark keeps them. ``lexer`` is Lark's lexer name
-    for LALR: ``"contextual"`` (only the terminals the parser's state accepts compete for a lexeme) or ``"basic"``
-    (all of them); see :attr:`Grammar.lexer`.
+    for LALR: ``"contextual"`` (Lark's default: only the terminals the parser's state accepts compete for a
+    lexeme) or ``"basic"`` (all of them); see :attr:`Grammar.lexer`.
 
     Raises :class:`~grammask.errors.GrammarSyntaxError` (with line and column) for text that is not Lark
     EBNF, :class:`~grammask.errors.UndefinedSymbolError` for a rule or terminal used but not defined (or

@@ -44,4 +44,4 @@ def load_builtin(name: str) -> Grammar:
 
     Raises :class:`~grammask.errors.GrammarError` for other names.
     """
-    return grammar_from_lark(builtin_source(name), name=name, postlex=builtin_postlex(name))
+    return grammar_from_lark(builtin_source(name), name=name, postlex=builtin_postlex(name), lexer="basic")
