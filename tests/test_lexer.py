@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from grammask import Grammar
 from grammask.automata.lexer import build_lexer
 
@@ -75,3 +77,20 @@ def test_initial_state_means_empty_lexeme():
     assert _lex(g, b"") == []
     assert _lex(g, b"b") is None
     assert _lex(g, b"babb") == ["T"]
+
+
+
+def test_a_literal_an_ignored_regex_matches_whole_is_never_emitted():
+    """Lark lexes ``"\\n"`` as the ignored whitespace here (its keyword rule comes after the ignore check), so
+    the comment rule can never end; grammask agrees (SynCode's C grammar has this shape)."""
+    from lark import Lark
+    from lark.exceptions import LarkError
+
+    text = 'start: "a" comment?\ncomment: "#" "\\n"\n%ignore /[ \\t\\n]+/\n'
+    lexer = build_lexer(Grammar.from_lark(text, lexer="basic"))
+    newline = next(i for i, name in enumerate(lexer.terminals) if name == "__ANON_0" or name == "NEWLINE")
+    assert newline not in lexer.accept.tolist()
+    emitted, state = lexer.step(0, b"a #\n")
+    assert [lexer.terminals[t] for t in emitted] == ["A", "__IGNORE_0", "HASH"] and lexer.ignored[lexer.accept[state]]
+    with pytest.raises(LarkError):
+        Lark(text, parser="lalr", lexer="basic").parse("a #\n")

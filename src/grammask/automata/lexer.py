@@ -11,8 +11,9 @@ and keeps the current lexeme as a state of one DFA over all terminals:
 3. At end of input the pending lexeme (if any) must be complete and is emitted.
 
 When one lexeme matches several terminals, the winner is the one with the highest priority;
-among equals a string literal beats a regex (Lark's keyword rule); after that Lark's own order
-decides (longer maximal width, longer pattern, then name). Ignored terminals are lexed like
+among equals a string literal beats a regex (Lark's keyword rule) unless that regex is ignored (Lark
+then drops the lexeme: the literal is never emitted); after that Lark's own order decides (longer
+maximal width, longer pattern, then name). Ignored terminals are lexed like
 the others and then dropped before the parser. Zero-width terminals are not allowed.
 
 A terminal whose lookahead reaches past its lexeme (``[?](?![a-z])``) is a match only before some
@@ -173,7 +174,7 @@ def build_lexer(grammar: Grammar, deadline: Deadline | None = None) -> LexerAuto
     if dfa.accepts[dfa.start]:
         names = ", ".join(terminals[i].name for i in sorted(dfa.accepts[dfa.start]))
         raise GrammarError(f"terminal(s) {names} match the empty string; the lexer needs every terminal to consume input")
-    order = sorted(range(len(terminals)), key=lambda i: _tie_key(terminals[i]))
+    order = _swallowed_after(sorted(range(len(terminals)), key=lambda i: _tie_key(terminals[i])), grammar)
     rank = np.empty(len(terminals), dtype=np.int64)
     rank[order] = np.arange(len(terminals))
     accept = np.array(
@@ -281,6 +282,27 @@ def check_trailing_context(
             if nxt not in parent:
                 parent[nxt] = (pair, byte)
                 todo.append(nxt)
+
+
+def _swallowed_after(order: list[int], grammar: Grammar) -> list[int]:
+    """The winner order with each literal an ignored regex terminal of its priority matches whole moved just
+    after that terminal: Lark lexes such a literal as the ignored terminal (its keyword rule retypes the
+    lexeme, but the ignored type is dropped first), so it is never emitted."""
+    terminals = grammar.terminals
+    for i in [i for i in order if terminals[i].literal is not None]:
+        lit = terminals[i]
+        for j in order:
+            other = terminals[j]
+            if other.literal is None and other.name in grammar.ignore and other.priority == lit.priority:
+                try:
+                    m = re.match(other.pattern, lit.literal)
+                except re.error:
+                    continue
+                if m is not None and m.group(0) == lit.literal:
+                    order.remove(i)
+                    order.insert(order.index(j) + 1, i)
+                    break
+    return order
 
 
 def _tie_key(t: Terminal) -> tuple:
