@@ -23,7 +23,7 @@ from grammask.automata.lexer import LexerAutomaton, build_lexer
 from grammask.bitmask import bitmask_words
 from grammask.classes import ClassTable, ClassTokens, StateClasses, group_walk
 from grammask.contextual_walk import MAX_ALIASES, Superpositions, walk_contextual
-from grammask.errors import ConfigurationError
+from grammask.errors import ConfigurationError, UnsupportedRegexError
 from grammask.grammar.ir import Grammar
 from grammask.indentation import IndentSpec, byte_widths
 from grammask.parser.kernels import (
@@ -133,14 +133,19 @@ def build_front(grammar: Grammar, deadline: Deadline | None = None) -> Front:
     tables = build_parse_tables(grammar, names, deadline)
     modes = None
     if grammar.lexer == "contextual":
-        made = _contextual(lexer, tables, mapping, deadline)
+        postlex = grammar.indentation is not None or grammar.semicolons is not None
+        refusal = (f"grammar {grammar.name!r}: the contextual lexer lexes it otherwise than the basic one, and "
+                   f"grammask runs a postlex (indentation, semicolons) only with the basic lexer so far; pass "
+                   f"lexer='basic'")
+        try:
+            made = _contextual(lexer, tables, mapping, deadline)
+        except UnsupportedRegexError as e:
+            if postlex:
+                raise ConfigurationError(f"{refusal} (and under it: {e})") from e
+            raise
         if made is not None:
-            if grammar.indentation is not None or grammar.semicolons is not None:
-                raise ConfigurationError(
-                    f"grammar {grammar.name!r}: the contextual lexer lexes it otherwise than the basic one, and "
-                    f"grammask runs a postlex (indentation, semicolons) only with the basic lexer so far; "
-                    f"pass lexer='basic'"
-                )
+            if postlex:
+                raise ConfigurationError(refusal)
             lexer, modes = made
     indent = None
     if grammar.indentation is not None:

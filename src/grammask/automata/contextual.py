@@ -88,6 +88,11 @@ def contextual_lexer(
     shadow = shadows(lexer)
     # removed[s, T]: T is not accepted in s and shadows a terminal that is
     removed = ~accepts & ((accepts.astype(np.int64) @ shadow.T.astype(np.int64)) > 0)
+    # A terminal with trailing context is dropped where it is not accepted, shadowing or not: where it is
+    # accepted, the lexer's check of what may follow it holds for the modes that keep it.
+    looks_past = np.zeros(n_terms, dtype=bool)
+    looks_past[[index for index, _ in lexer.trailing]] = True
+    removed |= ~accepts & looks_past[None, :]
     tops = np.flatnonzero(on_top)
     mode_keys: dict[bytes, int] = {}
     lr_mode = np.full(len(accepts), -1, dtype=np.int32)
