@@ -25,7 +25,15 @@ import numba as nb
 import numpy as np
 
 from grammask.errors import GrammarError
-from grammask.spanner import SequenceTable, TrieWalk, VocabTrie, intern, store_subtree
+from grammask.spanner import (
+    SequenceTable,
+    TrieWalk,
+    VocabTrie,
+    copy_stored,
+    intern,
+    report,
+    store_subtree,
+)
 
 _DONE, _FULL, _OUT_FULL, _TOO_DEEP = 0, 1, 2, 3
 # Pending superpositions kept at once (per compile) and aliases; more raise (a grammar with very many modes).
@@ -170,6 +178,15 @@ def _alias_pt(t, bits, a_term, a_mask, a_slots, counts, base):
     return base + a
 
 
+@nb.njit(cache=True, inline="always")
+def _open_branch(term, b, comps, trans, branch_ptr, branch_start):
+    """Superpose the modes the lexeme after ``term`` may start in, each after byte ``b`` (-1: dead)."""
+    comps[:] = -1
+    lo = branch_ptr[term]
+    for k in range(branch_ptr[term + 1] - lo):
+        comps[k] = trans[branch_start[lo + k], b]
+
+
 @nb.njit(cache=True)
 def _settle(t, comps, seq, slots, parent, last, count, n_terms, capacity, p_term, p_comp, p_slots, a_term, a_mask,
             a_slots, counts, base):
@@ -254,10 +271,7 @@ def _walk(node_byte, node_parent, node_end, node_tok_ptr, trans, accept, restart
                         if seq < 0:
                             return entries, seq_out, end_out, _FULL
                 else:
-                    comps[:] = -1
-                    lo = branch_ptr[term]
-                    for k in range(branch_ptr[term + 1] - lo):
-                        comps[k] = trans[branch_start[lo + k], b]
+                    _open_branch(term, b, comps, trans, branch_ptr, branch_start)
                     nxt, seq = _settle(term, comps, seq, slots, parent, last, count, n_terms, capacity, p_term,
                                        p_comp, p_slots, a_term, a_mask, a_slots, counts, base)
                     if seq < 0:
@@ -356,9 +370,7 @@ def _walk(node_byte, node_parent, node_end, node_tok_ptr, trans, accept, restart
                         n = node_end[n]
                         continue
                 else:
-                    lo = branch_ptr[group]
-                    for k in range(branch_ptr[group + 1] - lo):
-                        comps[k] = trans[branch_start[lo + k], b]
+                    _open_branch(group, b, comps, trans, branch_ptr, branch_start)
                     nxt, seq = _settle(group, comps, seq, slots, parent, last, count, n_terms, capacity, p_term,
                                        p_comp, p_slots, a_term, a_mask, a_slots, counts, base)
             if seq < 0:
@@ -373,11 +385,8 @@ def _walk(node_byte, node_parent, node_end, node_tok_ptr, trans, accept, restart
                 h = (h + 1) & cache_mask
             if cache_keys[h] == key:
                 if cache_span[h, 0] >= 0 and n_out + cache_span[h, 1] <= out_capacity:
-                    a, length = cache_span[h, 0], cache_span[h, 1]
-                    entries[n_out : n_out + length] = arena_entries[a : a + length]
-                    seq_out[n_out : n_out + length] = arena_seq[a : a + length]
-                    end_out[n_out : n_out + length] = arena_end[a : a + length]
-                    n_out += length
+                    n_out = copy_stored(h, n_out, cache_span, arena_entries, arena_seq, arena_end, entries, seq_out,
+                                        end_out)
                     n = node_end[n]
                     continue
                 if recording < 0:
@@ -394,11 +403,7 @@ def _walk(node_byte, node_parent, node_end, node_tok_ptr, trans, accept, restart
             if nxt >= 0:
                 if n_out + n_tok > out_capacity:
                     return entries, seq_out, end_out, _OUT_FULL
-                for e in range(node_tok_ptr[n], node_tok_ptr[n + 1]):
-                    entries[n_out] = e
-                    seq_out[n_out] = seq
-                    end_out[n_out] = nxt
-                    n_out += 1
+                n_out = report(node_tok_ptr[n], node_tok_ptr[n + 1], seq, nxt, n_out, entries, seq_out, end_out)
             else:  # superposed modes: one report per lexer state they are in
                 p = -1 - nxt
                 t = p_term[p]
@@ -425,11 +430,7 @@ def _walk(node_byte, node_parent, node_end, node_tok_ptr, trans, accept, restart
                         return entries, seq_out, end_out, _FULL
                     if n_out + n_tok > out_capacity:
                         return entries, seq_out, end_out, _OUT_FULL
-                    for e in range(node_tok_ptr[n], node_tok_ptr[n + 1]):
-                        entries[n_out] = e
-                        seq_out[n_out] = tail
-                        end_out[n_out] = s
-                        n_out += 1
+                    n_out = report(node_tok_ptr[n], node_tok_ptr[n + 1], tail, s, n_out, entries, seq_out, end_out)
         n += 1
     if recording >= 0:
         store_subtree(recording, record_from, n_out, entries, seq_out, end_out, cache_span, arena_entries, arena_seq,

@@ -268,6 +268,27 @@ def intern(seq, pt, slots, parent, last, count, n_terms, capacity):
 
 
 @nb.njit(cache=True, inline="always")
+def report(lo, hi, seq, end, n_out, entries, seq_out, end_out):
+    """Write trie entries ``lo..hi`` with sequence ``seq`` and end state ``end`` at ``n_out``; the new count."""
+    for e in range(lo, hi):
+        entries[n_out] = e
+        seq_out[n_out] = seq
+        end_out[n_out] = end
+        n_out += 1
+    return n_out
+
+
+@nb.njit(cache=True, inline="always")
+def copy_stored(slot, n_out, cache_span, arena_entries, arena_seq, arena_end, entries, seq_out, end_out):
+    """Copy the first-byte subtree stored in cache ``slot`` to ``n_out``; the new count."""
+    a, length = cache_span[slot, 0], cache_span[slot, 1]
+    entries[n_out : n_out + length] = arena_entries[a : a + length]
+    seq_out[n_out : n_out + length] = arena_seq[a : a + length]
+    end_out[n_out : n_out + length] = arena_end[a : a + length]
+    return n_out + length
+
+
+@nb.njit(cache=True, inline="always")
 def store_subtree(slot, lo, hi, entries, seq_out, end_out, cache_span, arena_entries, arena_seq, arena_end, used):
     length = hi - lo
     a = used[0]
@@ -332,11 +353,8 @@ def _walk(node_byte, node_parent, node_end, node_tok_ptr, trans, accept, parser_
                 h = (h + 1) & cache_mask
             if cache_keys[h] == key:
                 if cache_span[h, 0] >= 0:
-                    a, length = cache_span[h, 0], cache_span[h, 1]
-                    entries[n_out : n_out + length] = arena_entries[a : a + length]
-                    seq_out[n_out : n_out + length] = arena_seq[a : a + length]
-                    end_out[n_out : n_out + length] = arena_end[a : a + length]
-                    n_out += length
+                    n_out = copy_stored(h, n_out, cache_span, arena_entries, arena_seq, arena_end, entries, seq_out,
+                                        end_out)
                     n = node_end[n]
                     continue
                 recording = h
@@ -348,11 +366,7 @@ def _walk(node_byte, node_parent, node_end, node_tok_ptr, trans, accept, parser_
         node_state[n] = nxt
         node_seq[n] = seq
         node_width[n] = width
-        for e in range(node_tok_ptr[n], node_tok_ptr[n + 1]):
-            entries[n_out] = e
-            seq_out[n_out] = seq
-            end_out[n_out] = nxt
-            n_out += 1
+        n_out = report(node_tok_ptr[n], node_tok_ptr[n + 1], seq, nxt, n_out, entries, seq_out, end_out)
         n += 1
     if recording >= 0:
         store_subtree(recording, record_from, n_out, entries, seq_out, end_out, cache_span, arena_entries, arena_seq,
