@@ -303,7 +303,9 @@ def test_matcher_agrees_with_lark_on_a_lookaround_grammar(vocab) -> None:
         if i % 2:
             text = mutate(text, rng, '"\\/?+* abi\n', edits=rng.randint(1, 2))
         ids = tokens.encode(text)
-        fed = tokens.decode(ids).decode("utf-8", "replace")
+        if tokens.decode(ids) != text.encode():
+            continue  # SmolLM2 cannot spell some byte of the text (it lacks a few byte tokens)
+        fed = text
         matcher = compiled.matcher()
         try:
             for t in ids:
