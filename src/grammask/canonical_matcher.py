@@ -264,6 +264,25 @@ class ForcedTextCheck:
         for t in dead:
             row[t >> 5] &= ~np.int32(np.uint32(1 << (t & 31)).view(np.int32))
 
+    def rejects(self, matcher: Matcher, r: int, token_id: int) -> bool:
+        """Whether :meth:`restrict` clears ``token_id`` (a canonical step from ``r``) at ``matcher``'s state: the same
+        verdict, for one token, without a mask.
+
+        Raises :class:`~grammask.errors.TokenRejectedError` when the grammar does not allow ``token_id``.
+        """
+        dead = self._verdicts.get((matcher.lexer_state, matcher.stack, r))
+        if dead is not None:
+            return token_id in dead
+        probe = matcher.fork()
+        probe.advance(token_id)
+        if not self._unfinished(probe.lexer_state, probe.stack) or self._wide(probe.lexer_state):
+            return False
+        ids = probe.allowed_tokens()
+        if len(ids) > self._few:
+            return False
+        after = self._relation.step(r, token_id)
+        return after != NOT_CANONICAL and self._dead(probe, after, _NARROW_DEPTH, ids.tolist())
+
     def _dead(self, probe: Matcher, r: int, depth: int, allowed: list[int] | None = None) -> bool:
         """Whether no canonical continuation ends from grammar state ``probe`` (``allowed``: its mask, if known) and
         relation state ``r``, as far as unfinished lexemes go (``depth`` more tokens); False where it cannot tell."""
@@ -458,6 +477,9 @@ class CanonicalMatcher(TokenSteps):
                 if lexstate >= 0 and not self._product.alive(lexstate, after):
                     raise TokenRejectedError(token_id, "is not allowed: no string of the regex goes on from it in "
                                              "the tokenizer's own encoding")
+            elif self._forced is not None and self._forced.rejects(self._matcher, self._state, token_id):
+                raise TokenRejectedError(token_id, "is not allowed: every way the grammar goes on from it leaves "
+                                         "the tokenizer's own encoding")
             self._matcher.advance(token_id)
         self._history.append((self._state, self._lexstate))
         self._state, self._lexstate = after, lexstate
