@@ -94,6 +94,33 @@ def test_a_canonical_step_is_refused_where_its_mask_clears_it():
     assert all(not m.fork().accept_token(t) for t in dead)  # and after
 
 
+def test_no_canonical_dead_end_in_trailing_whitespace():
+    # After '}' and '\n' only whitespace or EOS may follow, and '\n' '\n' is canonical only before more text.
+    vocab = get_vocab("smollm2")
+    m = get_compiled("json", "smollm2").matcher(canonical=True)
+    newline = vocab.tokens.index(b"\n")
+    for t in [*vocab.encode('{"a": 1}'), newline]:
+        m.advance(t)
+    assert newline not in m.allowed_tokens().tolist() and not m.fork().accept_token(newline)
+    assert m.is_accepting()
+
+
+def test_no_canonical_dead_end_before_forced_text():
+    # The schema forces '"ssid":' after '{': '{' alone and '{"' + 's' would need tokens the tokenizer never writes
+    # ('{"' and 'ss' are tokens); the masks and advance must refuse them.
+    from grammask import compile
+    from grammask.grammar.json_schema import grammar_from_json_schema
+
+    vocab = get_vocab("smollm2")
+    schema = {"type": "object", "properties": {"ssid": {"type": "string"}}, "required": ["ssid"],
+              "additionalProperties": False}
+    m = compile(grammar_from_json_schema(schema), vocab, cache=False).matcher(canonical=True)
+    brace, s = vocab.tokens.index(b"{"), vocab.tokens.index(b"s")
+    assert not m.fork().accept_token(brace) and brace not in m.allowed_tokens().tolist()
+    m.advance(vocab.tokens.index(b'{"'))
+    assert not m.fork().accept_token(s) and s not in m.allowed_tokens().tolist()
+
+
 def test_canonical_decode_many_gives_each_output_the_tokenizers_encoding():
     model = NoisyModel()
     compiled = get_compiled("json", "smollm2")

@@ -207,9 +207,11 @@ class ForcedTextCheck:
 
     After token ``t`` the pending lexeme may be unable to end as a terminal the parser accepts: unfinished
     (``" fals"`` in JSON) or a terminal the parser refuses here (``"sta"`` at the top of a C file is an
-    identifier, but only ``static`` or ``struct`` may come). For such tokens of a mask, ``restrict`` asks the
-    grammar matcher which tokens it allows after ``t`` (at most ``few``, else ``t`` is kept; an unfinished
-    lexeme the lexer alone lets more than ``few`` tokens follow is not probed): if none is a
+    identifier, but only ``static`` or ``struct`` may come), or the sentence may be complete with only ignored
+    text left to follow (JSON's ``"}\n"`` + ``"\n"``, which only ``"\n\n"`` writes at the end of a text), or
+    the grammar forces the next bytes (a schema's ``{`` before its one key ``"name"``, where the tokenizer writes
+    ``{"``). For such tokens of a mask, ``restrict`` asks the grammar matcher which tokens it allows after ``t``
+    (at most ``few``, else ``t`` is kept; remembered per lexer state and stack): if none is a
     canonical step, or each one that is leaves such a lexeme again and is dead in turn (``"n"``, ``"ul"``
     before ``"l"``: ``null`` is one token; up to 8 tokens deep), ``t`` is a dead end and is cleared. Sound
     (it clears only dead ends) but not complete: dead ends further away (an unfinished string that only a
@@ -224,8 +226,9 @@ class ForcedTextCheck:
         self._relation = relation
         self._few = few
         self._eos = frozenset(compiled.vocab.eos_ids)
+        self._parser_terms = sorted({int(t) for t in engine.parser_term if t >= 0})
         self._by_end: dict[int, list[tuple[int, tuple[int, ...], list[int]]]] = {}
-        self._wide_memo: dict[int, bool] = {}
+        self._allowed_memo: OrderedDict[tuple, list[int] | None] = OrderedDict()
         self._verdicts: OrderedDict[tuple, list[int]] = OrderedDict()
         self.cleared = 0
 
@@ -240,17 +243,18 @@ class ForcedTextCheck:
             dead = []
             for q2, terminals, tokens in self._tokens_by_end(matcher.lexer_state):
                 stack = self._runner.feed_all(matcher.stack, terminals) if terminals else matcher.stack
-                if stack is None or not self._unfinished(q2, stack) or self._wide(q2):
+                if stack is None:
                     continue
                 present = [t for t in tokens if row[t >> 5] >> (t & 31) & 1]
                 if not present:
                     continue
                 probe = matcher.fork()  # the tokens of a group leave the same lexer state and stack
                 probe.advance(present[0])
-                ids = probe.allowed_tokens()
-                if len(ids) > self._few:
+                if not self._narrow(probe):
                     continue
-                allowed = ids.tolist()
+                allowed = self._allowed(probe)
+                if allowed is None:
+                    continue
                 for t in present:
                     after = self._relation.step(r, t)
                     if after != NOT_CANONICAL and self._dead(probe, after, _NARROW_DEPTH, allowed):
@@ -275,13 +279,13 @@ class ForcedTextCheck:
             return token_id in dead
         probe = matcher.fork()
         probe.advance(token_id)
-        if not self._unfinished(probe.lexer_state, probe.stack) or self._wide(probe.lexer_state):
+        if not self._narrow(probe):
             return False
-        ids = probe.allowed_tokens()
-        if len(ids) > self._few:
+        allowed = self._allowed(probe)
+        if allowed is None:
             return False
         after = self._relation.step(r, token_id)
-        return after != NOT_CANONICAL and self._dead(probe, after, _NARROW_DEPTH, ids.tolist())
+        return after != NOT_CANONICAL and self._dead(probe, after, _NARROW_DEPTH, allowed)
 
     def _dead(self, probe: Matcher, r: int, depth: int, allowed: list[int] | None = None) -> bool:
         """Whether no canonical continuation ends from grammar state ``probe`` (``allowed``: its mask, if known) and
@@ -289,10 +293,9 @@ class ForcedTextCheck:
         if probe.is_accepting() and self._relation.can_end(r):
             return False
         if allowed is None:
-            ids = probe.allowed_tokens()
-            if len(ids) > self._few:
+            allowed = self._allowed(probe)
+            if allowed is None:
                 return False
-            allowed = ids.tolist()
         for u in allowed:
             if u in self._eos:
                 continue
@@ -303,9 +306,24 @@ class ForcedTextCheck:
                 return False
             deeper = probe.fork()
             deeper.advance(u)
-            if not self._unfinished(deeper.lexer_state, deeper.stack) or not self._dead(deeper, after, depth - 1):
+            if not self._narrow(deeper) or not self._dead(deeper, after, depth - 1):
                 return False
         return True
+
+    def _narrow(self, probe: Matcher) -> bool:
+        """Whether few continuations follow ``probe``'s state: its pending lexeme is unfinished, the sentence is
+        complete and only ignored text (trailing whitespace) may follow, or the grammar forces the next bytes."""
+        q, stack = probe.lexer_state, probe.stack
+        return self._unfinished(q, stack) or self._closed(q, stack) or bool(probe.forced_text())
+
+    def _closed(self, q: int, stack) -> bool:
+        """Whether the pending lexeme in lexer state ``q`` is an ignored one and ``stack`` takes nothing but the end."""
+        if q <= 0:
+            return False
+        term = int(self._engine.lexer.accept[q])
+        if term < 0 or int(self._engine.parser_term[term]) >= 0 or not self._runner.accepts_end(stack):
+            return False
+        return all(self._runner.feed(stack, t) is None for t in self._parser_terms)
 
     def _unfinished(self, q: int, stack) -> bool:
         """Whether a pending lexeme in lexer state ``q`` cannot end as a terminal the parser takes on ``stack``."""
@@ -317,12 +335,18 @@ class ForcedTextCheck:
         parser_term = int(self._engine.parser_term[term])
         return parser_term >= 0 and self._runner.feed(stack, parser_term) is None
 
-    def _wide(self, q: int) -> bool:
-        """Whether a lexeme unfinished in lexer state ``q`` lets more than ``few`` tokens follow (inside a string)."""
-        found = self._wide_memo.get(q)
-        if found is None:
-            found = self._wide_memo[q] = (self._engine.lexer.accept[q] < 0
-                                          and sum(len(ts) for _, _, ts in self._tokens_by_end(q)) > self._few)
+    def _allowed(self, probe: Matcher) -> list[int] | None:
+        """The tokens the grammar allows at ``probe``'s state, or None where there are more than ``few``; remembered
+        per (lexer state, stack)."""
+        key = (probe.lexer_state, probe.stack)
+        if key in self._allowed_memo:
+            self._allowed_memo.move_to_end(key)
+            return self._allowed_memo[key]
+        ids = probe.allowed_tokens()
+        found = ids.tolist() if len(ids) <= self._few else None
+        self._allowed_memo[key] = found
+        if len(self._allowed_memo) > _REMEMBERED_MASKS:
+            self._allowed_memo.popitem(last=False)
         return found
 
     def _tokens_by_end(self, q: int) -> list[tuple[int, tuple[int, ...], list[int]]]:
