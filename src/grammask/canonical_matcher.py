@@ -205,18 +205,19 @@ class RegexProduct:
 class ForcedTextCheck:
     """For any grammar: tokens after which every continuation the grammar allows soon stops being canonical.
 
-    After token ``t`` the pending lexeme may be unable to end as a terminal the parser accepts: unfinished
-    (``" fals"`` in JSON) or a terminal the parser refuses here (``"sta"`` at the top of a C file is an
-    identifier, but only ``static`` or ``struct`` may come), or the sentence may be complete with only ignored
-    text left to follow (JSON's ``"}\n"`` + ``"\n"``, which only ``"\n\n"`` writes at the end of a text), or
-    the grammar forces the next bytes (a schema's ``{`` before its one key ``"name"``, where the tokenizer writes
-    ``{"``). For such tokens of a mask, ``restrict`` asks the grammar matcher which tokens it allows after ``t``
-    (at most ``few``, else ``t`` is kept; remembered per lexer state and stack): if none is a
-    canonical step, or each one that is leaves such a lexeme again and is dead in turn (``"n"``, ``"ul"``
-    before ``"l"``: ``null`` is one token; up to 8 tokens deep), ``t`` is a dead end and is cleared. Sound
-    (it clears only dead ends) but not complete: dead ends further away (an unfinished string that only a
-    non-canonical token could close, say) stay. Remembered per (lexer state, stack, relation state);
-    ``cleared`` counts the tokens found dead.
+    For each token ``t`` of a mask (one probe per group of tokens that leave the same lexer state and stack),
+    ``restrict`` asks the grammar matcher which tokens it allows after ``t``; where there are at most ``few``
+    (remembered per lexer state and stack), and none is a canonical step, or each one that is leads again to a
+    narrow state and is dead in turn, ``t`` is a dead end and is cleared. A narrow state is one where the
+    pending lexeme cannot end as a terminal the parser accepts (``" fals"`` in JSON; ``"sta"`` at the top of a
+    C file, where only ``static`` or ``struct`` may come; ``"n"``, ``"ul"`` before ``"l"``: ``null`` is one
+    token), where the sentence is complete and only ignored text may follow (JSON's ``"}"`` ``"\n"`` +
+    ``"\n"``, which the tokenizer writes ``"\n\n"`` at the end of a text), or where the grammar forces the
+    next bytes (a schema's ``{`` before its one key ``"ssid"``, where the tokenizer writes ``{"``); the search
+    goes up to 8 tokens deep. Sound (it clears only dead ends) but not complete: dead ends further away (a
+    string that only a non-canonical token could close after many tokens, say) stay.
+    :meth:`rejects` gives the same verdict for one token. Remembered per (lexer state, stack, relation
+    state); ``cleared`` counts the tokens found dead.
     """
 
     def __init__(self, compiled: CompiledGrammar, relation: CanonicalRelation, few: int = 256):
@@ -250,8 +251,6 @@ class ForcedTextCheck:
                     continue
                 probe = matcher.fork()  # the tokens of a group leave the same lexer state and stack
                 probe.advance(present[0])
-                if not self._narrow(probe):
-                    continue
                 allowed = self._allowed(probe)
                 if allowed is None:
                     continue
@@ -279,8 +278,6 @@ class ForcedTextCheck:
             return token_id in dead
         probe = matcher.fork()
         probe.advance(token_id)
-        if not self._narrow(probe):
-            return False
         allowed = self._allowed(probe)
         if allowed is None:
             return False
