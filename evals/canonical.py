@@ -98,7 +98,7 @@ def problems(model, sets: Sequence[str], n_prompts: int, n_schemas: int, max_tok
             case = json.loads((jme_dir / f"JME_{i}.json").read_text())
             schema, truth = case["schema"], case["tests"][0]["data"]
             compact = json.dumps(truth, separators=(",", ":"), ensure_ascii=False)
-            limit = math.floor(jme_factor * len(model.vocab.encode(compact)))
+            limit = max(1, math.floor(jme_factor * len(model.vocab.encode(compact))))
             compiled = compile(grammar_from_json_schema(schema, name=f"JME_{i}"), model.vocab)
             out.append(Problem("jme", i, model.encode_prompt(budget_jme.prompt_for(schema, truth)), compiled, limit,
                                schema, truth))

@@ -7,6 +7,7 @@ The model itself, as a grammask :class:`~grammask.models.protocol.TextModel`, is
 from __future__ import annotations
 
 from time import perf_counter
+from typing import TYPE_CHECKING
 
 import numpy as np
 import torch
@@ -14,7 +15,6 @@ import transformers
 
 from grammask.adapters.torch_bitmask import apply_token_bitmask_
 from grammask.bitmask import allocate_bitmask
-from grammask.canonical_matcher import CanonicalMatcher
 from grammask.compiled import CompiledGrammar
 from grammask.errors import (
     ConfigurationError,
@@ -23,6 +23,9 @@ from grammask.errors import (
     TokenRejectedError,
 )
 from grammask.matcher import Matcher
+
+if TYPE_CHECKING:
+    from grammask.canonical_matcher import CanonicalMatcher
 
 
 class GrammarLogitsProcessor(transformers.LogitsProcessor):
