@@ -211,10 +211,10 @@ class ForcedTextCheck:
     narrow state and is dead in turn, ``t`` is a dead end and is cleared. A narrow state is one where the
     pending lexeme cannot end as a terminal the parser accepts (``" fals"`` in JSON; ``"sta"`` at the top of a
     C file, where only ``static`` or ``struct`` may come; ``"n"``, ``"ul"`` before ``"l"``: ``null`` is one
-    token), where the sentence is complete and only ignored text may follow (JSON's ``"}"`` ``"\n"`` +
-    ``"\n"``, which the tokenizer writes ``"\n\n"`` at the end of a text), or where the grammar forces the
-    next bytes (a schema's ``{`` before its one key ``"ssid"``, where the tokenizer writes ``{"``); the search
-    goes up to 8 tokens deep. Sound (it clears only dead ends) but not complete: dead ends further away (a
+    token), or where the grammar forces the next bytes (a schema's ``{`` before its one key ``"ssid"``, where
+    the tokenizer writes ``{"``); the search goes up to 8 tokens deep. So JSON's ``"}"`` ``"\n"`` + ``"\n"``
+    is cleared (only whitespace or the end may follow, and the tokenizer writes ``"\n\n"`` at the end of a
+    text), and a string closed by ``'"'`` where only ``'",'`` or ``'"}'`` could follow. Sound (it clears only dead ends) but not complete: dead ends further away (a
     string that only a non-canonical token could close after many tokens, say) stay.
     :meth:`rejects` gives the same verdict for one token. Remembered per (lexer state, stack, relation
     state); ``cleared`` counts the tokens found dead.
@@ -227,9 +227,9 @@ class ForcedTextCheck:
         self._relation = relation
         self._few = few
         self._eos = frozenset(compiled.vocab.eos_ids)
-        self._parser_terms = sorted({int(t) for t in engine.parser_term if t >= 0})
         self._by_end: dict[int, list[tuple[int, tuple[int, ...], list[int]]]] = {}
         self._allowed_memo: OrderedDict[tuple, list[int] | None] = OrderedDict()
+        self._dead_memo: OrderedDict[tuple, bool] = OrderedDict()
         self._verdicts: OrderedDict[tuple, list[int]] = OrderedDict()
         self.cleared = 0
 
@@ -286,7 +286,18 @@ class ForcedTextCheck:
 
     def _dead(self, probe: Matcher, r: int, depth: int, allowed: list[int] | None = None) -> bool:
         """Whether no canonical continuation ends from grammar state ``probe`` (``allowed``: its mask, if known) and
-        relation state ``r``, as far as unfinished lexemes go (``depth`` more tokens); False where it cannot tell."""
+        relation state ``r``, as far as narrow states go (``depth`` more tokens); False where it cannot tell.
+        Remembered per (lexer state, stack, relation state, depth): runs of whitespace meet the same ones often."""
+        key = (probe.lexer_state, probe.stack, r, depth)
+        found = self._dead_memo.get(key)
+        if found is None:
+            found = self._dead_memo[key] = self._search_dead(probe, r, depth, allowed)
+            if len(self._dead_memo) > _REMEMBERED_MASKS:
+                self._dead_memo.popitem(last=False)
+        return found
+
+    def _search_dead(self, probe: Matcher, r: int, depth: int, allowed: list[int] | None) -> bool:
+        """:meth:`_dead`, not remembered."""
         if probe.is_accepting() and self._relation.can_end(r):
             return False
         if allowed is None:
@@ -308,19 +319,9 @@ class ForcedTextCheck:
         return True
 
     def _narrow(self, probe: Matcher) -> bool:
-        """Whether few continuations follow ``probe``'s state: its pending lexeme is unfinished, the sentence is
-        complete and only ignored text (trailing whitespace) may follow, or the grammar forces the next bytes."""
-        q, stack = probe.lexer_state, probe.stack
-        return self._unfinished(q, stack) or self._closed(q, stack) or bool(probe.forced_text())
-
-    def _closed(self, q: int, stack) -> bool:
-        """Whether the pending lexeme in lexer state ``q`` is an ignored one and ``stack`` takes nothing but the end."""
-        if q <= 0:
-            return False
-        term = int(self._engine.lexer.accept[q])
-        if term < 0 or int(self._engine.parser_term[term]) >= 0 or not self._runner.accepts_end(stack):
-            return False
-        return all(self._runner.feed(stack, t) is None for t in self._parser_terms)
+        """Whether few continuations follow ``probe``'s state: its pending lexeme is unfinished, or the grammar forces
+        the next bytes."""
+        return self._unfinished(probe.lexer_state, probe.stack) or bool(probe.forced_text())
 
     def _unfinished(self, q: int, stack) -> bool:
         """Whether a pending lexeme in lexer state ``q`` cannot end as a terminal the parser takes on ``stack``."""
