@@ -207,6 +207,11 @@ def _mean(values: list[float]) -> float:
     return statistics.mean(finite) if finite else math.nan
 
 
+def _median(values: list[float]) -> float:
+    finite = [v for v in values if not math.isnan(v)]
+    return statistics.median(finite) if finite else math.nan
+
+
 def report(rows: list[Row], args: argparse.Namespace) -> str:
     """The results table and the plain-vs-canonical comparison, in Markdown."""
     lines = [
@@ -219,7 +224,7 @@ def report(rows: list[Row], args: argparse.Namespace) -> str:
         ("non-canonical: token ids differ from the tokenizer's encode(text) (all outputs but dead ends; in brackets: "
          "those ended by EOS); dead ends: runs stopped by a mask that allowed no token (counted as failing Syntax, "
          "Schema and Exact-match); log-prob: the model's mean log-probability per output token (EOS not counted); ms/token and mask "
-         "ms/token per output, batched passes shared by sequence."),
+         "ms/token per output, batched passes shared by sequence: mean over outputs (median)."),
         "",
         ("| set | decoding | mode | outputs | non-canonical | log-prob | Syntax | Schema | Exact-match | cut off "
          "| dead ends | mean tokens | ms/token | mask ms/token |"),
@@ -239,7 +244,8 @@ def report(rows: list[Row], args: argparse.Namespace) -> str:
                 f"| {_pct([r.valid for r in sel])} | {_pct([r.exact for r in sel])} "
                 f"| {sum(r.stop_reason == 'max_tokens' for r in sel)} | {_dead(sel)} "
                 f"| {_mean([r.tokens for r in made]):.1f} | {_mean([r.ms_per_token for r in sel]):.1f} "
-                f"| {_mean([r.mask_ms_per_token for r in sel]):.2f} |"
+                f"({_median([r.ms_per_token for r in sel]):.1f}) | {_mean([r.mask_ms_per_token for r in sel]):.2f} "
+                f"({_median([r.mask_ms_per_token for r in sel]):.2f}) |"
             )
     lines += ["", "Plain vs canonical, pooled over decodings, on the problems run in both conditions:", ""]
     for problems_set in dict.fromkeys(r.problems for r in rows):
