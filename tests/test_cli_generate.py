@@ -51,6 +51,20 @@ def test_json_out_reports_text_tokens_and_stats():
     assert out["stats"]["mask_seconds"] == 0  # unconstrained
 
 
+@pytest.mark.parametrize("strategy", ["greedy", "beam"])
+def test_canonical_output_is_the_tokenizers_own_encoding(strategy):
+    from grammask.models.default import default_model_dir
+    from grammask.vocab import Vocabulary
+
+    done = grammask('Reply with the JSON object {"a": 1} and nothing else.', "--grammar", "json",
+                    "--max-tokens", "40", "--canonical", "--strategy", strategy, "--beams", "2", "--json-out")
+    assert done.returncode == 0, done.stderr
+    out = json.loads(done.stdout)
+    assert out["stats"]["stop_reason"] == "eos"
+    json.loads(out["text"])
+    assert out["tokens"] == Vocabulary.from_tokenizer_json(default_model_dir()).encode(out["text"])
+
+
 def test_a_lark_grammar_file_constrains_the_output(tmp_path):
     grammar = tmp_path / "yesno.lark"
     grammar.write_text('start: "yes" | "no"\n')

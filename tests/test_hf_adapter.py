@@ -15,7 +15,7 @@ from grammask.adapters.hf import GrammarLogitsProcessor
 from grammask.adapters.torch_bitmask import apply_token_bitmask_
 from grammask.bitmask import bitmask_to_bool
 from grammask.compiler import compile
-from grammask.errors import MatcherStateError, ModelError
+from grammask.errors import ConfigurationError, MatcherStateError, ModelError
 from grammask.grammar import Grammar
 from grammask.models.default import default_model_dir
 from grammask.models.hf import HFModel, load_hf_model
@@ -169,6 +169,55 @@ def test_logits_processor_constrains_model_generate_for_a_batch(model, animals, 
     if beams > 1:
         assert len({tuple(r) for r in rows[:beams]}) == beams  # the beams of one prompt differ
     assert proc.mask_seconds > 0
+
+
+JSON_PROMPTS = ["Give a JSON object with the key city for Paris.", "Return JSON for a cat named Tom, aged 3.",
+                "Reply with a JSON object with the key ok set to true.", "A JSON list of two fruits, please."]
+
+
+@pytest.fixture(scope="module")
+def json_grammar(model):
+    return compile(Grammar.builtin("json"), model.vocab)
+
+
+@pytest.mark.parametrize(
+    "options",
+    [{"do_sample": False}, {"do_sample": True, "temperature": 0.7, "top_k": 0}, {"do_sample": False, "num_beams": 3}],
+    ids=["greedy", "sample", "beam3"],
+)
+def test_canonical_logits_processor_outputs_are_the_tokenizers_own_encoding(model, json_grammar, options):
+    tok = model.tokenizer
+    tok.padding_side = "left"
+    texts = [tok.apply_chat_template([{"role": "user", "content": p}], add_generation_prompt=True, tokenize=False)
+             for p in JSON_PROMPTS]
+    batch = tok(texts, return_tensors="pt", padding=True, add_special_tokens=False)
+    proc = GrammarLogitsProcessor(json_grammar, batch_size=len(JSON_PROMPTS), num_beams=options.get("num_beams", 1),
+                                  canonical=True)
+    torch.manual_seed(0)
+    out = model.model.generate(**batch, logits_processor=[proc], max_new_tokens=40, eos_token_id=sorted(model.eos_ids),
+                               pad_token_id=tok.pad_token_id, **options)
+    rows = generated_rows(out, batch["input_ids"].shape[1], model.eos_ids)
+    ended = [row[:-1] for row in rows if row[-1] in model.eos_ids]
+    assert ended or options["do_sample"], "no output ended within 40 tokens"
+    for row in ended:
+        assert row == tok.encode(tok.decode(row), add_special_tokens=False)
+    for row in rows:  # cut ones too: every step was a canonical one
+        assert json_grammar.matcher(canonical=True).accept_tokens(row) == len(row)
+
+
+def test_canonical_logits_processor_agrees_with_the_canonical_greedy_strategy(model, json_grammar):
+    prompt = model.encode_prompt("Give a JSON object with the key city for Paris.")
+    ours = dec.Greedy().decode(model, prompt, json_grammar.matcher(canonical=True), max_tokens=30)
+    proc = GrammarLogitsProcessor(json_grammar, batch_size=1, canonical=True)
+    out = model.model.generate(torch.tensor([prompt]), logits_processor=[proc], max_new_tokens=31, do_sample=False,
+                               eos_token_id=sorted(model.eos_ids), pad_token_id=2)
+    theirs = out[0, len(prompt) :].tolist()
+    assert theirs[: len(ours.tokens)] == ours.tokens
+
+
+def test_a_canonical_logits_processor_takes_no_token_budget(json_grammar):
+    with pytest.raises(ConfigurationError, match="canonical"):
+        GrammarLogitsProcessor(json_grammar, batch_size=1, max_new_tokens=20, canonical=True)
 
 
 def test_a_logits_processor_serves_one_generate_call(model, animals):

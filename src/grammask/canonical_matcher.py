@@ -205,16 +205,19 @@ class RegexProduct:
 class ForcedTextCheck:
     """For any grammar: tokens after which every continuation the grammar allows soon stops being canonical.
 
-    After token ``t`` the pending lexeme may be unable to end as a terminal the parser accepts: unfinished
-    (``" fals"`` in JSON) or a terminal the parser refuses here (``"sta"`` at the top of a C file is an
-    identifier, but only ``static`` or ``struct`` may come). For such tokens of a mask, ``restrict`` asks the
-    grammar matcher which tokens it allows after ``t`` (at most ``few``, else ``t`` is kept; an unfinished
-    lexeme the lexer alone lets more than ``few`` tokens follow is not probed): if none is a
-    canonical step, or each one that is leaves such a lexeme again and is dead in turn (``"n"``, ``"ul"``
-    before ``"l"``: ``null`` is one token; up to 8 tokens deep), ``t`` is a dead end and is cleared. Sound
-    (it clears only dead ends) but not complete: dead ends further away (an unfinished string that only a
-    non-canonical token could close, say) stay. Remembered per (lexer state, stack, relation state);
-    ``cleared`` counts the tokens found dead.
+    For each token ``t`` of a mask (one probe per group of tokens that leave the same lexer state and stack),
+    ``restrict`` asks the grammar matcher which tokens it allows after ``t``; where there are at most ``few``
+    (remembered per lexer state and stack), and none is a canonical step, or each one that is leads again to a
+    narrow state and is dead in turn, ``t`` is a dead end and is cleared. A narrow state is one where the
+    pending lexeme cannot end as a terminal the parser accepts (``" fals"`` in JSON; ``"sta"`` at the top of a
+    C file, where only ``static`` or ``struct`` may come; ``"n"``, ``"ul"`` before ``"l"``: ``null`` is one
+    token), or where the grammar forces the next bytes (a schema's ``{`` before its one key ``"ssid"``, where
+    the tokenizer writes ``{"``); the search goes up to 8 tokens deep. So JSON's ``"}"`` ``"\n"`` + ``"\n"``
+    is cleared (only whitespace or the end may follow, and the tokenizer writes ``"\n\n"`` at the end of a
+    text), and a string closed by ``'"'`` where only ``'",'`` or ``'"}'`` could follow. Sound (it clears only dead ends) but not complete: dead ends further away (a
+    string that only a non-canonical token could close after many tokens, say) stay.
+    :meth:`rejects` gives the same verdict for one token. Remembered per (lexer state, stack, relation
+    state); ``cleared`` counts the tokens found dead.
     """
 
     def __init__(self, compiled: CompiledGrammar, relation: CanonicalRelation, few: int = 256):
@@ -225,7 +228,8 @@ class ForcedTextCheck:
         self._few = few
         self._eos = frozenset(compiled.vocab.eos_ids)
         self._by_end: dict[int, list[tuple[int, tuple[int, ...], list[int]]]] = {}
-        self._wide_memo: dict[int, bool] = {}
+        self._allowed_memo: OrderedDict[tuple, list[int] | None] = OrderedDict()
+        self._dead_memo: OrderedDict[tuple, bool] = OrderedDict()
         self._verdicts: OrderedDict[tuple, list[int]] = OrderedDict()
         self.cleared = 0
 
@@ -240,17 +244,16 @@ class ForcedTextCheck:
             dead = []
             for q2, terminals, tokens in self._tokens_by_end(matcher.lexer_state):
                 stack = self._runner.feed_all(matcher.stack, terminals) if terminals else matcher.stack
-                if stack is None or not self._unfinished(q2, stack) or self._wide(q2):
+                if stack is None:
                     continue
                 present = [t for t in tokens if row[t >> 5] >> (t & 31) & 1]
                 if not present:
                     continue
                 probe = matcher.fork()  # the tokens of a group leave the same lexer state and stack
                 probe.advance(present[0])
-                ids = probe.allowed_tokens()
-                if len(ids) > self._few:
+                allowed = self._allowed(probe)
+                if allowed is None:
                     continue
-                allowed = ids.tolist()
                 for t in present:
                     after = self._relation.step(r, t)
                     if after != NOT_CANONICAL and self._dead(probe, after, _NARROW_DEPTH, allowed):
@@ -264,16 +267,43 @@ class ForcedTextCheck:
         for t in dead:
             row[t >> 5] &= ~np.int32(np.uint32(1 << (t & 31)).view(np.int32))
 
+    def rejects(self, matcher: Matcher, r: int, token_id: int) -> bool:
+        """Whether :meth:`restrict` clears ``token_id`` (a canonical step from ``r``) at ``matcher``'s state: the same
+        verdict, for one token, without a mask.
+
+        Raises :class:`~grammask.errors.TokenRejectedError` when the grammar does not allow ``token_id``.
+        """
+        dead = self._verdicts.get((matcher.lexer_state, matcher.stack, r))
+        if dead is not None:
+            return token_id in dead
+        probe = matcher.fork()
+        probe.advance(token_id)
+        allowed = self._allowed(probe)
+        if allowed is None:
+            return False
+        after = self._relation.step(r, token_id)
+        return after != NOT_CANONICAL and self._dead(probe, after, _NARROW_DEPTH, allowed)
+
     def _dead(self, probe: Matcher, r: int, depth: int, allowed: list[int] | None = None) -> bool:
         """Whether no canonical continuation ends from grammar state ``probe`` (``allowed``: its mask, if known) and
-        relation state ``r``, as far as unfinished lexemes go (``depth`` more tokens); False where it cannot tell."""
+        relation state ``r``, as far as narrow states go (``depth`` more tokens); False where it cannot tell.
+        Remembered per (lexer state, stack, relation state, depth): runs of whitespace meet the same ones often."""
+        key = (probe.lexer_state, probe.stack, r, depth)
+        found = self._dead_memo.get(key)
+        if found is None:
+            found = self._dead_memo[key] = self._search_dead(probe, r, depth, allowed)
+            if len(self._dead_memo) > _REMEMBERED_MASKS:
+                self._dead_memo.popitem(last=False)
+        return found
+
+    def _search_dead(self, probe: Matcher, r: int, depth: int, allowed: list[int] | None) -> bool:
+        """:meth:`_dead`, not remembered."""
         if probe.is_accepting() and self._relation.can_end(r):
             return False
         if allowed is None:
-            ids = probe.allowed_tokens()
-            if len(ids) > self._few:
+            allowed = self._allowed(probe)
+            if allowed is None:
                 return False
-            allowed = ids.tolist()
         for u in allowed:
             if u in self._eos:
                 continue
@@ -284,9 +314,14 @@ class ForcedTextCheck:
                 return False
             deeper = probe.fork()
             deeper.advance(u)
-            if not self._unfinished(deeper.lexer_state, deeper.stack) or not self._dead(deeper, after, depth - 1):
+            if not self._narrow(deeper) or not self._dead(deeper, after, depth - 1):
                 return False
         return True
+
+    def _narrow(self, probe: Matcher) -> bool:
+        """Whether few continuations follow ``probe``'s state: its pending lexeme is unfinished, or the grammar forces
+        the next bytes."""
+        return self._unfinished(probe.lexer_state, probe.stack) or bool(probe.forced_text())
 
     def _unfinished(self, q: int, stack) -> bool:
         """Whether a pending lexeme in lexer state ``q`` cannot end as a terminal the parser takes on ``stack``."""
@@ -298,12 +333,18 @@ class ForcedTextCheck:
         parser_term = int(self._engine.parser_term[term])
         return parser_term >= 0 and self._runner.feed(stack, parser_term) is None
 
-    def _wide(self, q: int) -> bool:
-        """Whether a lexeme unfinished in lexer state ``q`` lets more than ``few`` tokens follow (inside a string)."""
-        found = self._wide_memo.get(q)
-        if found is None:
-            found = self._wide_memo[q] = (self._engine.lexer.accept[q] < 0
-                                          and sum(len(ts) for _, _, ts in self._tokens_by_end(q)) > self._few)
+    def _allowed(self, probe: Matcher) -> list[int] | None:
+        """The tokens the grammar allows at ``probe``'s state, or None where there are more than ``few``; remembered
+        per (lexer state, stack)."""
+        key = (probe.lexer_state, probe.stack)
+        if key in self._allowed_memo:
+            self._allowed_memo.move_to_end(key)
+            return self._allowed_memo[key]
+        ids = probe.allowed_tokens()
+        found = ids.tolist() if len(ids) <= self._few else None
+        self._allowed_memo[key] = found
+        if len(self._allowed_memo) > _REMEMBERED_MASKS:
+            self._allowed_memo.popitem(last=False)
         return found
 
     def _tokens_by_end(self, q: int) -> list[tuple[int, tuple[int, ...], list[int]]]:
@@ -458,6 +499,9 @@ class CanonicalMatcher(TokenSteps):
                 if lexstate >= 0 and not self._product.alive(lexstate, after):
                     raise TokenRejectedError(token_id, "is not allowed: no string of the regex goes on from it in "
                                              "the tokenizer's own encoding")
+            elif self._forced is not None and self._forced.rejects(self._matcher, self._state, token_id):
+                raise TokenRejectedError(token_id, "is not allowed: every way the grammar goes on from it leaves "
+                                         "the tokenizer's own encoding")
             self._matcher.advance(token_id)
         self._history.append((self._state, self._lexstate))
         self._state, self._lexstate = after, lexstate

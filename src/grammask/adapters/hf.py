@@ -7,6 +7,7 @@ The model itself, as a grammask :class:`~grammask.models.protocol.TextModel`, is
 from __future__ import annotations
 
 from time import perf_counter
+from typing import TYPE_CHECKING
 
 import numpy as np
 import torch
@@ -15,8 +16,16 @@ import transformers
 from grammask.adapters.torch_bitmask import apply_token_bitmask_
 from grammask.bitmask import allocate_bitmask
 from grammask.compiled import CompiledGrammar
-from grammask.errors import DecodingError, MatcherStateError, TokenRejectedError
+from grammask.errors import (
+    ConfigurationError,
+    DecodingError,
+    MatcherStateError,
+    TokenRejectedError,
+)
 from grammask.matcher import Matcher
+
+if TYPE_CHECKING:
+    from grammask.canonical_matcher import CanonicalMatcher
 
 
 class GrammarLogitsProcessor(transformers.LogitsProcessor):
@@ -30,24 +39,33 @@ class GrammarLogitsProcessor(transformers.LogitsProcessor):
     Pass the ``max_new_tokens`` given to ``generate`` to make the masks keep a complete output within
     it (EOS included, see :mod:`grammask.budget`): the output then ends with EOS, never cut off.
 
-    Raises :class:`~grammask.errors.DecodingError` for ``batch_size`` or ``num_beams`` below 1 and, when
+    ``canonical``: allow only token sequences the tokenizer itself would write for their text
+    (``compiled.matcher(canonical=True)``); not with ``max_new_tokens`` (no canonical token budget yet).
+
+    Raises :class:`~grammask.errors.DecodingError` for ``batch_size`` or ``num_beams`` below 1,
+    :class:`~grammask.errors.ConfigurationError` for ``canonical`` with ``max_new_tokens``,
+    :class:`~grammask.errors.CanonicalError` for ``canonical`` on a vocabulary without a canonical relation, and, when
     called, for a batch of another number of rows; :class:`~grammask.errors.MatcherStateError` when reused
     for another ``generate`` call; :class:`~grammask.errors.BudgetError` (at the first step) when no output
     of the grammar fits in ``max_new_tokens``.
     """
 
     def __init__(self, compiled: CompiledGrammar, batch_size: int, num_beams: int = 1,
-                 max_new_tokens: int | None = None):
+                 max_new_tokens: int | None = None, *, canonical: bool = False):
         if batch_size < 1 or num_beams < 1:
             raise DecodingError(f"batch_size and num_beams must be at least 1, got {batch_size} and {num_beams}")
+        if canonical and max_new_tokens is not None:
+            raise ConfigurationError("canonical=True does not combine with max_new_tokens yet (no canonical token "
+                                     "budget); leave max_new_tokens out and the output may be cut at the limit")
         self.compiled = compiled
         self.max_new_tokens = max_new_tokens
+        self._first = compiled.matcher(canonical=True) if canonical else None
         self.rows = batch_size * num_beams
         self.bitmask = allocate_bitmask(self.rows, compiled.vocab.n_logits)
         self.mask_seconds = 0.0
         self._prompt_len: int | None = None
         self._seen = -1
-        self._matchers: dict[bytes, Matcher | None] = {}
+        self._matchers: dict[bytes, Matcher | CanonicalMatcher | None] = {}
 
     def __call__(self, input_ids: torch.LongTensor, scores: torch.FloatTensor) -> torch.FloatTensor:
         start = perf_counter()
@@ -64,7 +82,7 @@ class GrammarLogitsProcessor(transformers.LogitsProcessor):
             )
         self._seen = length
         generated = input_ids[:, self._prompt_len :].cpu().numpy()
-        matchers: dict[bytes, Matcher | None] = {}
+        matchers: dict[bytes, Matcher | CanonicalMatcher | None] = {}
         for r in range(rows):
             key = generated[r].tobytes()
             if key not in matchers:
@@ -81,10 +99,12 @@ class GrammarLogitsProcessor(transformers.LogitsProcessor):
         self.mask_seconds += perf_counter() - start
         return scores
 
-    def _continue(self, history: np.ndarray) -> Matcher | None:
+    def _continue(self, history: np.ndarray) -> Matcher | CanonicalMatcher | None:
         """The matcher after ``history``: the previous step's matcher of its prefix, advanced by its last token.
         None for a row that took a token its mask did not allow (only a dead beam can)."""
         if len(history) == 0:
+            if self._first is not None:
+                return self._first.fork()
             return self.compiled.limited_matcher(self.max_new_tokens)
         prefix = history[:-1].tobytes()
         if prefix not in self._matchers:
