@@ -21,12 +21,12 @@ from pathlib import Path
 
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 
-import numpy as np  # noqa: E402
-from cases import load_seed_grammar, load_tokenizer  # noqa: E402
-from report import environment  # noqa: E402
+import numpy as np
+from cases import load_seed_grammar, load_tokenizer
+from report import environment
 
-import grammask as gm  # noqa: E402
-from grammask.bitmask import allocate_bitmask  # noqa: E402
+import grammask as gm
+from grammask.bitmask import allocate_bitmask
 
 RESULTS = Path(__file__).parent / "results"
 LEXERS = ("basic", "contextual")

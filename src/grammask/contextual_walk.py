@@ -274,11 +274,6 @@ def _walk(node_byte, node_parent, node_end, node_tok_ptr, trans, accept, restart
                     _open_branch(term, b, comps, trans, branch_ptr, branch_start)
                     nxt, seq = _settle(term, comps, seq, slots, parent, last, count, n_terms, capacity, p_term,
                                        p_comp, p_slots, a_term, a_mask, a_slots, counts, base)
-                    if seq < 0:
-                        if nxt == -(1 << 62):
-                            n = node_end[n]
-                            continue
-                        return entries, seq_out, end_out, _FULL
         else:
             p = -1 - state
             t = p_term[p]
@@ -373,11 +368,11 @@ def _walk(node_byte, node_parent, node_end, node_tok_ptr, trans, accept, restart
                     _open_branch(group, b, comps, trans, branch_ptr, branch_start)
                     nxt, seq = _settle(group, comps, seq, slots, parent, last, count, n_terms, capacity, p_term,
                                        p_comp, p_slots, a_term, a_mask, a_slots, counts, base)
-            if seq < 0:
-                if nxt == -(1 << 62):
-                    n = node_end[n]
-                    continue
-                return entries, seq_out, end_out, _FULL
+        if seq < 0:  # every mode died, or a table must grow first
+            if nxt == -(1 << 62):
+                n = node_end[n]
+                continue
+            return entries, seq_out, end_out, _FULL
         if up == 0 and nxt >= 0:  # a first-byte subtree: copy it if stored, record it on its second visit
             key = (seq * n_states + nxt) * n_nodes + n
             h = (key * 0x9E3779B97F4A7C15) & cache_mask
