@@ -17,6 +17,7 @@ from conftest import get_vocab
 from contextual_oracle import ContextualOracle
 from lark import Lark
 from lark.exceptions import LarkError
+from mask_check import check_cuts
 
 from grammask import Grammar, compile
 from grammask.automata.lexer import build_lexer
@@ -75,7 +76,6 @@ def _check_masks(text: str, extra: list[str], vocab_name: str, n_prefixes: int, 
     oracle = ContextualOracle(text, grammar, build_lexer(grammar).rank, vocab)
     sampler = SentenceSampler(grammar, max_depth=6)
     rng = random.Random(seed)
-    row = allocate_bitmask(1, vocab.n_logits)[0]
     docs = list(extra)
     checked = 0
     while checked < n_prefixes:
@@ -83,22 +83,7 @@ def _check_masks(text: str, extra: list[str], vocab_name: str, n_prefixes: int, 
         ids = vocab.encode(doc)
         if vocab.decode(ids).strip() != doc.encode().strip():
             continue
-        matcher = compiled.matcher()
-        done = 0
-        for cut in sorted(rng.sample(range(len(ids) + 1), min(4, len(ids) + 1))):
-            for t in ids[done:cut]:
-                matcher.advance(t)
-            done = cut
-            matcher.fill_mask(row)
-            got = bitmask_to_bool(row, vocab.n_logits)
-            want = oracle.mask(vocab.decode(ids[:cut]))
-            extra_ids = np.flatnonzero(got & ~want)[:5].tolist()
-            missing = np.flatnonzero(want & ~got)[:5].tolist()
-            assert not extra_ids and not missing, (
-                f"mask differs from the oracle after {vocab.decode(ids[:cut])[-60:]!r}: wrongly allowed "
-                f"{[vocab.tokens[i] for i in extra_ids]}, wrongly masked {[vocab.tokens[i] for i in missing]}"
-            )
-            checked += 1
+        checked += check_cuts(compiled, oracle, vocab, ids, sorted(rng.sample(range(len(ids) + 1), min(4, len(ids) + 1))))
     return checked
 
 

@@ -8,14 +8,13 @@ from __future__ import annotations
 
 import random
 
-import numpy as np
 import pytest
 from conftest import get_compiled, get_vocab
+from mask_check import check_cuts
 from oracle import MaskOracle
 
 from grammask import Grammar
 from grammask.automata.lexer import build_lexer
-from grammask.bitmask import allocate_bitmask, bitmask_to_bool
 from grammask.grammar.builtin import builtin_source
 from grammask.sampler import SentenceSampler
 
@@ -42,25 +41,9 @@ def _check(grammar: str, vocab_name: str, n_prefixes: int, seed: int) -> int:
     vocab = get_vocab(vocab_name)
     compiled = get_compiled(grammar, vocab_name)
     oracle = MaskOracle(builtin_source(grammar), build_lexer(Grammar.builtin(grammar)), vocab)
-    row = allocate_bitmask(1, vocab.n_logits)[0]
     checked = 0
     for ids, cuts in _prefixes(grammar, vocab_name, n_prefixes, seed):
-        matcher = compiled.matcher()
-        done = 0
-        for cut in cuts:
-            for t in ids[done:cut]:
-                matcher.advance(t)
-            done = cut
-            matcher.fill_mask(row)
-            got = bitmask_to_bool(row, vocab.n_logits)
-            want = oracle.mask(vocab.decode(ids[:cut]))
-            extra = np.flatnonzero(got & ~want)[:5].tolist()
-            missing = np.flatnonzero(want & ~got)[:5].tolist()
-            assert not extra and not missing, (
-                f"mask differs from the oracle after {vocab.decode(ids[:cut])[-60:]!r}: "
-                f"wrongly allowed {[vocab.tokens[i] for i in extra]}, wrongly masked {[vocab.tokens[i] for i in missing]}"
-            )
-            checked += 1
+        checked += check_cuts(compiled, oracle, vocab, ids, cuts)
     return checked
 
 

@@ -11,15 +11,14 @@ from __future__ import annotations
 import random
 from pathlib import Path
 
-import numpy as np
 import pytest
 from conftest import get_vocab
 from contextual_oracle import ContextualOracle
+from mask_check import check_cuts
 from oracle import MaskOracle
 
 from grammask import Compiler, Grammar
 from grammask.automata.lexer import build_lexer
-from grammask.bitmask import allocate_bitmask, bitmask_to_bool
 from grammask.sampler import SentenceSampler
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -45,7 +44,6 @@ def _check(name: str, lexer: str, n_prefixes: int, seed: int) -> int:
         oracle = MaskOracle(text, build_lexer(grammar), vocab)
     else:
         oracle = ContextualOracle(text, grammar, build_lexer(grammar).rank, vocab)
-    row = allocate_bitmask(1, vocab.n_logits)[0]
     programs = [path.read_text() for path in sorted(PROGRAMS.joinpath(name).glob(SUFFIX[name]))]
     rng = random.Random(seed)
     sampler = SentenceSampler(grammar, max_depth=8)
@@ -56,18 +54,7 @@ def _check(name: str, lexer: str, n_prefixes: int, seed: int) -> int:
         if vocab.decode(ids) != document.encode():
             continue  # the tokenizer cannot spell some byte of a sampled document (SmolLM2 lacks a few)
         share = n_prefixes - checked if not programs else (n_prefixes - checked) // (len(programs) + 1)
-        matcher = compiled.matcher()
-        done = 0
-        for cut in sorted(rng.sample(range(len(ids) + 1), min(share, len(ids) + 1))):
-            for t in ids[done:cut]:
-                matcher.advance(t)
-            done = cut
-            matcher.fill_mask(row)
-            got = bitmask_to_bool(row, vocab.n_logits)
-            want = oracle.mask(vocab.decode(ids[:cut]))
-            diff = np.flatnonzero(got != want)[:5].tolist()
-            assert not diff, (vocab.decode(ids[:cut])[-60:], [(vocab.tokens[t], bool(want[t])) for t in diff])
-            checked += 1
+        checked += check_cuts(compiled, oracle, vocab, ids, sorted(rng.sample(range(len(ids) + 1), min(share, len(ids) + 1))))
     return checked
 
 
