@@ -179,6 +179,17 @@ def _alias_pt(t, bits, a_term, a_mask, a_slots, counts, base):
 
 
 @nb.njit(cache=True, inline="always")
+def _first_of_kind(kinds, k):
+    """Whether mode ``k`` ends its lexeme with a terminal no earlier mode ends with (a group's first member)."""
+    if kinds[k] < 0:
+        return False
+    for j in range(k):
+        if kinds[j] == kinds[k]:
+            return False
+    return True
+
+
+@nb.njit(cache=True, inline="always")
 def _open_branch(term, b, comps, trans, branch_ptr, branch_start):
     """Superpose the modes the lexeme after ``term`` may start in, each after byte ``b`` (-1: dead)."""
     comps[:] = -1
@@ -293,14 +304,8 @@ def _walk(node_byte, node_parent, node_end, node_tok_ptr, trans, accept, restart
                     kinds[k] = -2
             n_groups = 1 if go_on else 0
             for k in range(width):
-                if kinds[k] >= 0:
-                    first = True
-                    for j in range(k):
-                        if kinds[j] == kinds[k]:
-                            first = False
-                            break
-                    if first:
-                        n_groups += 1
+                if _first_of_kind(kinds, k):
+                    n_groups += 1
             if n_groups == 0:
                 n = node_end[n]
                 continue
@@ -320,17 +325,11 @@ def _walk(node_byte, node_parent, node_end, node_tok_ptr, trans, accept, restart
             if not (go_on and option == 0):
                 seen = 1 if go_on else 0
                 for k in range(width):
-                    if kinds[k] >= 0:
-                        first = True
-                        for j in range(k):
-                            if kinds[j] == kinds[k]:
-                                first = False
-                                break
-                        if first:
-                            if seen == option:
-                                group = kinds[k]
-                                break
-                            seen += 1
+                    if _first_of_kind(kinds, k):
+                        if seen == option:
+                            group = kinds[k]
+                            break
+                        seen += 1
             comps[:] = -1
             if group == -1:
                 for k in range(width):

@@ -36,6 +36,7 @@ from grammask.automata.lexer import (
     LexerAutomaton,
     check_trailing_context,
     producible,
+    reach_union,
 )
 from grammask.errors import NO_DEADLINE, Deadline, GrammarError
 
@@ -113,24 +114,14 @@ def contextual_lexer(
 
 def _alive(trans: np.ndarray, matches: np.ndarray, strict: bool) -> np.ndarray:
     """Per state and terminal: some continuation (non-empty if ``strict``) is a lexeme of that terminal."""
-    n = trans.shape[0]
-    reach = matches.copy()
-    succ = [np.unique(row[row >= 0]) for row in trans]
-    changed = True
-    while changed:
-        changed = False
-        for q in range(n - 1, -1, -1):
-            if len(succ[q]):
-                merged = reach[q] | reach[succ[q]].any(axis=0)
-                if not np.array_equal(merged, reach[q]):
-                    reach[q] = merged
-                    changed = True
+    reach = reach_union(trans, matches)
     if not strict:
         return reach
     out = np.zeros_like(reach)
-    for q in range(n):
-        if len(succ[q]):
-            out[q] = reach[succ[q]].any(axis=0)
+    for q, row in enumerate(trans):
+        targets = np.unique(row[row >= 0])
+        if len(targets):
+            out[q] = reach[targets].any(axis=0)
     return out
 
 

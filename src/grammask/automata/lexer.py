@@ -318,10 +318,19 @@ def _max_width(pattern: str) -> int:
 
 def producible(trans: np.ndarray, accept: np.ndarray, n_terminals: int, deadline: Deadline) -> np.ndarray:
     """Prod(q) for every state: winners of accepting states reachable from q (q included)."""
-    n = trans.shape[0]
-    produce = np.zeros((n, n_terminals), dtype=bool)
+    produce = np.zeros((trans.shape[0], n_terminals), dtype=bool)
     has = accept >= 0
     produce[np.nonzero(has)[0], accept[has]] = True
+    return reach_union(trans, produce, deadline)
+
+
+def reach_union(trans: np.ndarray, rows: np.ndarray, deadline: Deadline = NO_DEADLINE) -> np.ndarray:
+    """Per state, the union (OR) of ``rows`` over the states reachable from it, itself included.
+
+    Raises :class:`~grammask.errors.CompileTimeoutError` once ``deadline`` has passed.
+    """
+    n = trans.shape[0]
+    reach = rows.copy()
     succ = [np.unique(row[row >= 0]) for row in trans]
     changed = True
     while changed:
@@ -329,8 +338,8 @@ def producible(trans: np.ndarray, accept: np.ndarray, n_terminals: int, deadline
         changed = False
         for q in range(n - 1, -1, -1):
             if len(succ[q]):
-                merged = produce[q] | produce[succ[q]].any(axis=0)
-                if not np.array_equal(merged, produce[q]):
-                    produce[q] = merged
+                merged = reach[q] | reach[succ[q]].any(axis=0)
+                if not np.array_equal(merged, reach[q]):
+                    reach[q] = merged
                     changed = True
-    return produce
+    return reach
