@@ -162,7 +162,7 @@ def test_pays_nothing_where_the_lexers_agree():
     """JSON's terminals never shadow one another where the parser could tell: one mode, the basic lexer itself."""
     basic = build_front(Grammar.builtin("json"))
     contextual = build_front(Grammar.from_lark(builtin_source("json"), lexer="contextual"))
-    assert contextual.modes is None and not contextual.lexer.contextual
+    assert contextual.state_modes is None and not contextual.lexer.contextual
     assert np.array_equal(basic.lexer.trans, contextual.lexer.trans)
     assert np.array_equal(basic.tables.action, contextual.tables.action)
 

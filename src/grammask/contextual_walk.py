@@ -179,14 +179,33 @@ def _alias_pt(t, bits, a_term, a_mask, a_slots, counts, base):
 
 
 @nb.njit(cache=True, inline="always")
-def _first_of_kind(kinds, k):
-    """Whether mode ``k`` ends its lexeme with a terminal no earlier mode ends with (a group's first member)."""
-    if kinds[k] < 0:
+def _first_of_kind(values, k):
+    """Whether ``values[k]`` is a live value (>= 0) that no earlier entry has (the first member of its group)."""
+    if values[k] < 0:
         return False
     for j in range(k):
-        if kinds[j] == kinds[k]:
+        if values[j] == values[k]:
             return False
     return True
+
+
+@nb.njit(cache=True, inline="always")
+def _members(values, value):
+    """The bit set of the entries equal to ``value``."""
+    bits = np.int64(0)
+    for k in range(len(values)):
+        if values[k] == value:
+            bits |= np.int64(1) << k
+    return bits
+
+
+@nb.njit(cache=True, inline="always")
+def _with_alias(t, bits, seq, slots, parent, last, count, n_terms, capacity, a_term, a_mask, a_slots, counts, base):
+    """Sequence ``seq`` followed by alias (t, bits); -1 when a table must grow first."""
+    pt = _alias_pt(t, bits, a_term, a_mask, a_slots, counts, base)
+    if pt < 0:
+        return np.int64(-1)
+    return intern(seq, pt, slots, parent, last, count, n_terms, capacity)
 
 
 @nb.njit(cache=True, inline="always")
@@ -215,10 +234,8 @@ def _settle(t, comps, seq, slots, parent, last, count, n_terms, capacity, p_term
     if one == -1:
         return np.int64(-(1 << 62)), np.int64(-1)
     if one >= 0:
-        pt = _alias_pt(t, bits, a_term, a_mask, a_slots, counts, base)
-        if pt < 0:
-            return np.int64(0), np.int64(-1)
-        return np.int64(one), intern(seq, pt, slots, parent, last, count, n_terms, capacity)
+        return np.int64(one), _with_alias(t, bits, seq, slots, parent, last, count, n_terms, capacity, a_term, a_mask,
+                                          a_slots, counts, base)
     p = _pending_id(t, comps, p_term, p_comp, p_slots, counts)
     if p < 0:
         return np.int64(0), np.int64(-1)
@@ -344,16 +361,13 @@ def _walk(node_byte, node_parent, node_end, node_tok_ptr, trans, accept, restart
                 nxt, seq = _settle(t, comps, seq, slots, parent, last, count, n_terms, capacity, p_term, p_comp,
                                    p_slots, a_term, a_mask, a_slots, counts, base)
             else:
-                bits = np.int64(0)
-                one = -1
+                one = -1  # a state of the group: all its states restart alike after a non-ignored terminal
                 for k in range(width):
                     if kinds[k] == group:
-                        bits |= np.int64(1) << k
                         one = p_comp[p, k]
-                pt = _alias_pt(t, bits, a_term, a_mask, a_slots, counts, base)
-                if pt < 0:
-                    return entries, seq_out, end_out, _FULL
-                seq = intern(seq, pt, slots, parent, last, count, n_terms, capacity)
+                        break
+                seq = _with_alias(t, _members(kinds, group), seq, slots, parent, last, count, n_terms, capacity, a_term, a_mask,
+                                  a_slots, counts, base)
                 if seq < 0:
                     return entries, seq_out, end_out, _FULL
                 again = restart[one]
@@ -401,25 +415,13 @@ def _walk(node_byte, node_parent, node_end, node_tok_ptr, trans, accept, restart
             else:  # superposed modes: one report per lexer state they are in
                 p = -1 - nxt
                 t = p_term[p]
+                states = p_comp[p]
                 for k in range(width):
-                    s = p_comp[p, k]
-                    if s < 0:
+                    if not _first_of_kind(states, k):
                         continue
-                    first = True
-                    for j in range(k):
-                        if p_comp[p, j] == s:
-                            first = False
-                            break
-                    if not first:
-                        continue
-                    bits = np.int64(0)
-                    for j in range(k, width):
-                        if p_comp[p, j] == s:
-                            bits |= np.int64(1) << j
-                    pt = _alias_pt(t, bits, a_term, a_mask, a_slots, counts, base)
-                    if pt < 0:
-                        return entries, seq_out, end_out, _FULL
-                    tail = intern(seq, pt, slots, parent, last, count, n_terms, capacity)
+                    s = states[k]
+                    tail = _with_alias(t, _members(states, s), seq, slots, parent, last, count, n_terms, capacity,
+                                       a_term, a_mask, a_slots, counts, base)
                     if tail < 0:
                         return entries, seq_out, end_out, _FULL
                     if n_out + n_tok > out_capacity:

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, NamedTuple
 
 import numpy as np
 
-from grammask.automata.contextual import LexerModes, contextual_lexer
+from grammask.automata.contextual import contextual_lexer
 from grammask.automata.lexer import LexerAutomaton, build_lexer
 from grammask.bitmask import bitmask_words
 from grammask.classes import ClassTable, ClassTokens, StateClasses, group_walk
@@ -116,8 +116,9 @@ class Front(NamedTuple):
     parser_term: np.ndarray
     """Per lexer terminal: its parser terminal, -1 if ignored, a context id for indentation's newline."""
     indent: IndentSpec | None
-    modes: LexerModes | None = None
-    """The contextual lexer's modes (None with the basic lexer, or where the two lex alike)."""
+    state_modes: np.ndarray | None = None
+    """Per lexer state of a contextual lexer, the modes whose lexemes pass through it (None with the basic lexer,
+    or where the two lex alike)."""
 
 
 def build_front(grammar: Grammar, deadline: Deadline | None = None) -> Front:
@@ -131,7 +132,7 @@ def build_front(grammar: Grammar, deadline: Deadline | None = None) -> Front:
     lexer = build_lexer(grammar, deadline)
     names, mapping = parser_terminal_map(grammar, lexer)
     tables = build_parse_tables(grammar, names, deadline)
-    modes = None
+    state_modes = None
     if grammar.lexer == "contextual":
         postlex = grammar.indentation is not None or grammar.semicolons is not None
         refusal = (f"grammar {grammar.name!r}: the contextual lexer lexes it otherwise than the basic one, and "
@@ -146,16 +147,16 @@ def build_front(grammar: Grammar, deadline: Deadline | None = None) -> Front:
         if made is not None:
             if postlex:
                 raise ConfigurationError(refusal)
-            lexer, modes = made
+            lexer, state_modes = made
     indent = None
     if grammar.indentation is not None:
         indent = IndentSpec.build(grammar.indentation, lexer, names)
         mapping = indent.lexer_terminal_map(mapping)
-    return Front(lexer, tables, mapping, indent, modes)
+    return Front(lexer, tables, mapping, indent, state_modes)
 
 
 def _contextual(lexer: LexerAutomaton, tables: ParseTables, mapping: np.ndarray, deadline: Deadline | None,
-                ) -> tuple[LexerAutomaton, LexerModes] | None:
+                ) -> tuple[LexerAutomaton, np.ndarray] | None:
     """The contextual lexer for these tables (None where it lexes as the basic one)."""
     columns = np.maximum(mapping, 0)
     actions = tables.action[:, columns]
@@ -181,7 +182,7 @@ def build_mask_tables(front: Front, vocab: Vocabulary, trie: VocabTrie, deadline
     them with the indentation it tracks. Raises :class:`~grammask.errors.CompileTimeoutError` once
     ``deadline`` (None: no limit) has passed.
     """
-    lexer, tables, parser_term, indent, modes = front
+    lexer, tables, parser_term, indent, state_modes = front
     check = deadline.check if deadline is not None else _no_check
     timings: dict[str, float] = {}
     clock = time.perf_counter()
@@ -287,8 +288,8 @@ def build_mask_tables(front: Front, vocab: Vocabulary, trie: VocabTrie, deadline
                 ok &= live[:, parser_term[produce]].any(axis=1)
             if armed_tops is not None:
                 ok &= armed_tops if q >= lexer.n_states // 2 else ~armed_tops
-            if modes is not None:
-                ok &= (modes.lr_mode >= 0) & modes.state_modes[q][np.maximum(modes.lr_mode, 0)]
+            if state_modes is not None:
+                ok &= (lexer.lr_mode >= 0) & state_modes[q][np.maximum(lexer.lr_mode, 0)]
             candidates = np.nonzero(ok)[0].tolist()
         ever_depends = np.zeros(n_local, dtype=bool)
         mask_of_verdicts: dict[bytes, int] = {}

@@ -25,8 +25,6 @@ matcher picks the one of the LR state it reaches, and the vocabulary walk lexes 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numpy as np
 
 from grammask.automata.dfa import coarsest_partition
@@ -39,18 +37,6 @@ from grammask.automata.lexer import (
     reach_union,
 )
 from grammask.errors import NO_DEADLINE, Deadline, GrammarError
-
-
-@dataclass(frozen=True)
-class LexerModes:
-    """How a contextual lexer's modes meet the parser.
-
-    ``lr_mode[s]`` is the mode of LR state ``s`` (-1 for a state never on top when a lexeme starts);
-    ``state_modes[q]`` the modes whose lexemes pass through lexer state ``q`` (a bool row per state).
-    """
-
-    lr_mode: np.ndarray
-    state_modes: np.ndarray
 
 
 def shadows(lexer: LexerAutomaton) -> np.ndarray:
@@ -74,8 +60,10 @@ def shadows(lexer: LexerAutomaton) -> np.ndarray:
 def contextual_lexer(
     lexer: LexerAutomaton, accepts: np.ndarray, on_top: np.ndarray, shift_targets: list[np.ndarray],
     start_state: int, deadline: Deadline | None = None,
-) -> tuple[LexerAutomaton, LexerModes] | None:
-    """The contextual lexer built from the basic one, or None where it lexes every sentence the same way.
+) -> tuple[LexerAutomaton, np.ndarray] | None:
+    """The contextual lexer built from the basic one, with ``state_modes`` (per lexer state, a bool row: the modes
+    whose lexemes pass through it; each LR state's mode is the lexer's ``lr_mode``), or None where it lexes every
+    sentence the same way.
 
     ``accepts[s, t]``: LR state ``s`` accepts lexer terminal ``t`` (ignored ones count as accepted);
     ``on_top[s]``: a lexeme can start with ``s`` on top (the start state, shift targets);
@@ -128,7 +116,7 @@ def _alive(trans: np.ndarray, matches: np.ndarray, strict: bool) -> np.ndarray:
 def _stack_modes(
     lexer: LexerAutomaton, keeps: list[np.ndarray], next_modes: list[list[int]], first_mode: int,
     lr_mode: np.ndarray, n_terms: int, deadline: Deadline,
-) -> tuple[LexerAutomaton, LexerModes]:
+) -> tuple[LexerAutomaton, np.ndarray]:
     """One DFA per mode, stacked and minimized together, with restarts and branch aliases."""
     n = lexer.n_states
     matches = lexer.matches
@@ -213,7 +201,7 @@ def _stack_modes(
         branch_mode=np.array([m for _, m in branches], dtype=np.int32),
         lr_mode=lr_mode,
     )
-    return contextual, LexerModes(lr_mode, state_modes)
+    return contextual, state_modes
 
 
 def _reachable(trans: np.ndarray, starts: np.ndarray) -> np.ndarray:
