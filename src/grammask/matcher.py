@@ -245,7 +245,7 @@ class Matcher(TokenSteps):
                 self._budget.restrict(row, self._lexstate, self._stack, len(self._history))
             return
         stack = self._stack
-        pair = rt.pair_index[self._lexstate][stack[0]]
+        pair = rt.pairs(self._lexstate)[stack[0]]
         if pair < 0:
             raise MatcherStateError(
                 f"internal error: no mask table for lexer state {self._lexstate} with LR state {stack[0]}"

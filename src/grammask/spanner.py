@@ -14,6 +14,9 @@ the arrays returned here by grouping tokens on ``(E, Prod(q'))``.
 
 from __future__ import annotations
 
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -184,6 +187,40 @@ class TrieWalk:
 
     def cache(self) -> tuple:
         return (self.cache_keys, self.cache_span, *self.arena, self.used)
+
+    def forget(self) -> None:
+        """Empty the subtree cache (its entries hold one lexer's states and one sequence table's ids)."""
+        self.cache_keys.fill(-1)
+        self.cache_span.fill(-1)
+        self.used[:] = 0
+
+
+class TrieWalkPool:
+    """Scratch arrays for walks over one trie, lent to one walker at a time.
+
+    A compiler keeps one per vocabulary, so grammars whose tables are built lazily hold no scratch of
+    their own. The subtree cache is kept while the same walker borrows the scratch again, and emptied
+    when another one does.
+    """
+
+    def __init__(self, trie: VocabTrie):
+        self.trie = trie
+        self._free: list[tuple[TrieWalk, object]] = []
+        self._lock = threading.Lock()
+
+    @contextmanager
+    def borrow(self, walker: object) -> Iterator[TrieWalk]:
+        """Scratch for ``walker`` (any object naming it: its subtree cache is kept for it) until the block ends."""
+        with self._lock:
+            mine = [i for i, (_, w) in enumerate(self._free) if w is walker]
+            work, last = self._free.pop(mine[0] if mine else -1) if self._free else (TrieWalk(self.trie), walker)
+        if last is not walker:
+            work.forget()
+        try:
+            yield work
+        finally:
+            with self._lock:
+                self._free.append((work, walker))
 
 
 def walk_tokens(
