@@ -22,11 +22,14 @@ from grammask.automata.contextual import contextual_lexer
 from grammask.automata.lexer import LexerAutomaton, build_lexer
 from grammask.bitmask import bitmask_words
 from grammask.classes import (
+    NO_EXCLUSION,
+    ClassGroups,
     ClassIndex,
     ClassTokens,
     StateClasses,
-    class_masks,
+    StateTokens,
     group_walk,
+    token_row,
 )
 from grammask.contextual_walk import MAX_ALIASES, Superpositions, walk_contextual
 from grammask.errors import ConfigurationError, UnsupportedRegexError
@@ -276,6 +279,9 @@ class _StateBuilder:
         self.deps = ClassTokens(self.n_words)
         self.slots = np.zeros(0, dtype=np.int32)
         self.walked: dict[int, StateClasses] = {}
+        self.bases: dict[int, tuple[StateTokens, np.ndarray]] = {}  # and each class's tokens per first byte
+        self.building: set[int] = set()  # states whose build waits for their base's
+        self.no_row = np.zeros(self.n_words, dtype=np.int32)
         self.queued = np.zeros(lexer.n_states, dtype=bool)
         self.queued[0] = True
         self.queue = [0]
@@ -328,32 +334,34 @@ class _StateBuilder:
         todo = [0]
         while todo:
             check("the vocabulary walks")
-            todo.extend(self._walk(todo.pop()))
+            q = todo.pop()
+            known = len(self.queue)
+            self.walked[q] = self._walk(q)
+            todo.extend(self.queue[known:])
         front = self.front
         self.parse = _with_alias_columns(front.tables, front.lexer, front.parser_term, self.sup.aliases)
 
-    def _walk(self, q: int) -> list[int]:
-        """Walk lexer state ``q`` into :attr:`walked`; the states it reaches that were not queued yet."""
+    def _walk(self, q: int, first_bytes: np.ndarray | None = None) -> StateClasses:
+        """Walk lexer state ``q`` (only the tokens whose first byte ``b`` has ``first_bytes[b]``: see
+        :func:`walk_alive`) and group its tokens; the states it reaches that were not queued yet are queued."""
         clock = time.perf_counter()
         lexer, parser_term = self.front.lexer, self.front.parser_term
         trie = self.walks.trie
         with self.walks.borrow(self.walker) as work:
             if self.sup is None:
                 entries, seq, ends = walk_alive(trie, lexer.trans, lexer.accept, parser_term, q, self.seqs, work,
-                                                self.newline, lexer.restart)
+                                                self.newline, lexer.restart, first_bytes)
             else:
                 entries, seq, ends = walk_contextual(trie, lexer.trans, lexer.accept, lexer.restart, lexer.ignored,
                                                      parser_term, lexer.branch_ptr, lexer.branch_start, q, self.seqs,
                                                      self.sup, work)
         if len(self.slots) < len(self.seqs) * self.n_follow:
             self.slots = np.full(2 * len(self.seqs) * self.n_follow, -1, dtype=np.int32)
-        walk, fresh = group_walk(trie.token_ids[entries], seq, ends, self.state_follow, self.n_follow, self.slots,
-                                 self.queued)
-        self.walked[q] = walk
+        walk, fresh = group_walk(trie.token_ids[entries], trie.entry_first[entries], seq, ends, self.state_follow,
+                                 self.n_follow, self.slots, self.queued)
+        self.queue.extend(fresh.tolist())
         self.timings["walk"] += time.perf_counter() - clock
-        fresh = fresh.tolist()
-        self.queue.extend(fresh)
-        return fresh
+        return walk
 
     @property
     def exposed(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -379,36 +387,96 @@ class _StateBuilder:
             ok &= (lexer.lr_mode >= 0) & state_modes[q][np.maximum(lexer.lr_mode, 0)]
         return np.nonzero(ok)[0].astype(np.int32)
 
+    def _full(self, q: int, walk: StateClasses) -> StateTokens:
+        """State ``q``'s classes from its whole walk (kept as a base for others where it has many tokens)."""
+        order, lcp = self.classes.order(ids := self.classes.number(walk.classes))
+        local = np.empty(len(order), dtype=np.int64)
+        local[order] = np.arange(len(order))
+        groups = ClassGroups.of(walk, local[walk.token_class], len(order), self.n_words)
+        found = StateTokens(ids[order], lcp, walk.sizes[order], [(groups, np.arange(len(order)), NO_EXCLUSION,
+                                                                   self.no_row)])
+        if len(walk.token_ids) >= _BASE_SIZE:
+            self.bases[q] = found, groups.byte_counts()
+        return found
+
+    def _delta(self, q: int) -> StateTokens | None:
+        """State ``q``'s classes from a base state ``g`` it lexes alike after most first bytes (a prefix of a key
+        literal and the string it may also become): ``g``'s tokens but those starting with the other bytes,
+        then ``q``'s own walk of these. None where no base fits."""
+        lexer = self.front.lexer
+        row = lexer.trans[q]
+        alive = row[row >= 0]
+        if not len(alive):
+            return None
+        g = int(np.bincount(alive).argmax())
+        if g == q:
+            return None
+        differ = row != lexer.trans[g]
+        if lexer.accept[q] != lexer.accept[g] or (lexer.restart is not None and lexer.restart[q] != lexer.restart[g]):
+            differ |= row < 0
+        if differ.sum() > _DELTA_BYTES or g in self.building:
+            return None
+        if not self.tables.built[g]:
+            self.building.add(q)
+            try:
+                self.tables.ensure(g)
+            finally:
+                self.building.discard(q)
+        if g not in self.bases:
+            return None
+        base, counts = self.bases[g]
+        (groups, base_local, _, _), = base.parts
+        own = self._walk(q, differ)
+        outside = counts.sum(axis=1) - counts[:, differ].sum(axis=1)
+        present = np.flatnonzero(outside > 0)
+        ids = np.concatenate([base.classes[base_local[present]], self.classes.number(own.classes)])
+        merged, which = np.unique(ids, return_inverse=True)
+        sizes = np.bincount(which, weights=np.concatenate([outside[present], own.sizes]), minlength=len(merged))
+        order, lcp = self.classes.order(merged)
+        rank = np.empty(len(order), dtype=np.int64)
+        rank[order] = np.arange(len(order))
+        local = rank[which]
+        from_base = np.full(len(groups.ptr) - 1, -1, dtype=np.int64)
+        from_base[present] = local[: len(present)]
+        own_groups = ClassGroups.of(own, own.token_class, len(own.classes), self.n_words)
+        trie = self.walks.trie
+        spans = trie.first_spans[differ]
+        excluded = [trie.token_ids[a:b] for a, b in spans.tolist()]
+        excluded_row = token_row(self.n_words, np.concatenate(excluded) if excluded else np.zeros(0, np.int32))
+        parts = [(groups, from_base, differ, excluded_row), (own_groups, local[len(present):], NO_EXCLUSION, self.no_row)]
+        return StateTokens(merged[order], lcp, sizes[order].astype(np.int64), parts)
+
     def build(self, q: int) -> None:
         """Walk lexer state ``q`` (unless walked) and write its classes, pairs, masks and marks into the tables
         (the caller holds the tables' lock and marks ``q`` built)."""
-        if q not in self.walked:
-            self._walk(q)
-        walk = self.walked.pop(q)
+        walk = self.walked.pop(q, None)
+        found = self._delta(q) if walk is None and self.sup is None else None
+        if found is None:
+            found = self._full(q, self._walk(q) if walk is None else walk)
         clock = time.perf_counter()
         t, grow = self.tables, self.tables.grow
-        lcp = self.classes.add_state(walk)
+        lcp = found.lcp
         tables = self.parse
         lr = (tables.action, tables.goto, tables.rule_len, tables.rule_lhs)
         class_arrays = (grow["class_seq_ptr"].data, grow["class_seq_terms"].data, grow["class_follow"].data,
                         t.follow_ptr, t.follow_terms, t.follow_any)
         candidates = self._candidates(q)
-        verdicts = np.empty((len(candidates), len(walk.classes)), dtype=np.int8)
-        check_classes_on_tops(*lr, candidates, walk.classes, lcp, *class_arrays, verdicts)
-        big = np.nonzero(walk.sizes >= _REFINE_SIZE)[0]
+        verdicts = np.empty((len(candidates), len(found.classes)), dtype=np.int8)
+        check_classes_on_tops(*lr, candidates, found.classes, lcp, *class_arrays, verdicts)
+        big = np.nonzero(found.sizes >= _REFINE_SIZE)[0]
         if len(big):
             clock_refine = time.perf_counter()
             for i, p in enumerate(candidates.tolist()):
                 unsure = big[verdicts[i, big] == UNKNOWN]
                 if len(unsure):
-                    verdicts[i, unsure] = _refine(lr, self.exposed, tables.n_states, p, walk.classes[unsure],
+                    verdicts[i, unsure] = _refine(lr, self.exposed, tables.n_states, p, found.classes[unsure],
                                                   class_arrays, self.refined)
             self.timings["refine"] += time.perf_counter() - clock_refine
             clock += time.perf_counter() - clock_refine
-        n_local = len(walk.classes)
+        n_local = len(found.classes)
         # Pairs with the same ALWAYS classes share a mask, pairs with the same DEPENDS classes their marks.
         always_first, always_of = _distinct_rows(np.packbits(verdicts == ALWAYS, axis=1, bitorder="little"))
-        rows = class_masks(self.n_words, walk.token_ids, walk.token_class, verdicts[always_first] == ALWAYS)
+        rows = found.masks(verdicts[always_first] == ALWAYS, self.n_words)
         mask_ids = np.empty(len(rows), dtype=np.int32)
         for i, row in enumerate(rows):
             key = row.tobytes()
@@ -426,15 +494,20 @@ class _StateBuilder:
         pair_mask = mask_ids[always_of]
         pair_marks = first_marks + marks_of
         ever_depends = depends.any(axis=0)
-        first = grow["state_class"].extend(walk.classes)
+        first = grow["state_class"].extend(found.classes)
         grow["state_lcp"].extend(lcp)
-        grow["state_dep"].extend(self.deps.add_state(walk, ever_depends))
+        grow["state_dep"].extend(self.deps.add_state(found, ever_depends))
         t.state_span[q] = (first, first + n_local)
         first_pair = grow["pair_mask"].extend(pair_mask)
         grow["pair_marks"].extend(pair_marks)
         t.pair_index[q, candidates] = np.arange(first_pair, first_pair + len(candidates), dtype=np.int32)
         self.timings["verdicts"] += time.perf_counter() - clock
 
+
+# A state with this many tokens alive is kept as a base for states that lex alike after most first bytes
+# (:meth:`_StateBuilder._delta`), if those differ on at most this many first bytes.
+_BASE_SIZE = 4096
+_DELTA_BYTES = 32
 
 # Classes with at least this many tokens get the branching analysis when the one-state check
 # cannot decide them: deciding them offline keeps large classes out of the decode-time checks.

@@ -18,6 +18,7 @@ import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from functools import cached_property
 from typing import TYPE_CHECKING
 
 import numba as nb
@@ -64,6 +65,19 @@ class VocabTrie:
     @property
     def n_nodes(self) -> int:
         return len(self.node_byte)
+
+    @cached_property
+    def first_spans(self) -> np.ndarray:
+        """Per byte ``b``, the entries ``[lo, hi)`` whose token starts with ``b``."""
+        spans = np.zeros((256, 2), dtype=np.int64)
+        for child in np.flatnonzero(self.node_parent == 0).tolist():
+            spans[self.node_byte[child]] = self.node_tok_ptr[child], self.node_tok_ptr[self.node_end[child]]
+        return spans
+
+    @cached_property
+    def entry_first(self) -> np.ndarray:
+        """The first byte of each entry's token."""
+        return np.repeat(np.arange(256, dtype=np.uint8), self.first_spans[:, 1] - self.first_spans[:, 0])
 
 
 @nb.njit(cache=True)
@@ -251,12 +265,13 @@ class NewlineWidths:
 
 
 _NO_NEWLINE = NewlineWidths(-1, 0, np.zeros(256, dtype=np.int32))
+_ALL_BYTES = np.ones(256, dtype=np.bool_)
 
 
 def walk_alive(
     trie: VocabTrie, trans: np.ndarray, accept: np.ndarray, parser_term: np.ndarray, start: int,
     seqs: SequenceTable, work: TrieWalk | None = None, newline: NewlineWidths | None = None,
-    restart: np.ndarray | None = None,
+    restart: np.ndarray | None = None, first_bytes: np.ndarray | None = None,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Lex every token from lexer state ``start``; only the tokens that survive are reported.
 
@@ -266,18 +281,21 @@ def walk_alive(
     ``work`` to many walks over one trie to reuse its scratch arrays. With ``newline``, that
     terminal is recorded as a context id carrying its last line's width. ``restart[q]`` is the state a
     lexeme starts from after one ending in ``q`` (None: always 0; see ``LexerAutomaton.restart``).
+    ``first_bytes``: only the tokens whose first byte ``b`` has ``first_bytes[b]`` (None: all).
     """
     work = work or TrieWalk(trie)
     newline = newline or _NO_NEWLINE
     if restart is None:
         restart = np.zeros(trans.shape[0], dtype=np.int32)
+    if first_bytes is None:
+        first_bytes = _ALL_BYTES
     while True:
         seqs.ensure_room(len(trie.token_ids) + 1)
         entries, seq, end, full = _walk(
             trie.node_byte, trie.node_parent, trie.node_end, trie.node_tok_ptr, trans, accept, parser_term,
             np.int32(start), seqs.slots, seqs.parent, seqs.last, seqs.count, np.int64(seqs.n_terms),
             work.state, work.seq, *work.out, *work.cache(), np.int32(newline.terminal), np.int64(newline.base),
-            newline.byte_width, work.width, restart,
+            newline.byte_width, work.width, restart, first_bytes,
         )
         if not full:
             return entries, seq, end
@@ -341,7 +359,7 @@ def store_subtree(slot, lo, hi, entries, seq_out, end_out, cache_span, arena_ent
 @nb.njit(cache=True)
 def _walk(node_byte, node_parent, node_end, node_tok_ptr, trans, accept, parser_term, start, slots, parent, last,
           count, n_terms, node_state, node_seq, entries, seq_out, end_out, cache_keys, cache_span,
-          arena_entries, arena_seq, arena_end, used, nl_term, nl_base, byte_width, node_width, restart):
+          arena_entries, arena_seq, arena_end, used, nl_term, nl_base, byte_width, node_width, restart, first_bytes):
     capacity = min(len(parent), len(slots) // 2)
     cache_mask = len(cache_keys) - 1
     n_states = trans.shape[0]
@@ -360,10 +378,13 @@ def _walk(node_byte, node_parent, node_end, node_tok_ptr, trans, accept, parser_
                    arena_end, used)
             recording = -1
         up = node_parent[n]
+        b = node_byte[n]
+        if up == 0 and not first_bytes[b]:
+            n = node_end[n]
+            continue
         state = node_state[up]
         seq = node_seq[up]
         width = node_width[up]
-        b = node_byte[n]
         nxt = trans[state, b]
         if nxt < 0:
             term = accept[state]

@@ -26,14 +26,16 @@ next byte would need accepts per (state, byte) throughout the engine.
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass, field
 from functools import cached_property
 
+import numba as nb
 import numpy as np
 
 from grammask.automata.dfa import build_dfa
-from grammask.automata.patterns import compile_regex
+from grammask.automata.patterns import terminal_nfa
 from grammask.automata.regex import TrailingContext
 from grammask.errors import NO_DEADLINE, Deadline, GrammarError, UnsupportedRegexError
 from grammask.grammar.ir import Grammar, Semicolons, Terminal
@@ -169,7 +171,7 @@ def build_lexer(grammar: Grammar, deadline: Deadline | None = None) -> LexerAuto
     nfas = []
     for t in terminals:
         deadline.check("the terminals' automata")
-        nfas.append(compile_regex(t.pattern, t.flags, name=t.name))
+        nfas.append(terminal_nfa(t.pattern, t.flags, t.literal, t.name))
     dfa = build_dfa(nfas, deadline)
     if dfa.accepts[dfa.start]:
         names = ", ".join(terminals[i].name for i in sorted(dfa.accepts[dfa.start]))
@@ -309,6 +311,7 @@ def _tie_key(t: Terminal) -> tuple:
     return (-t.priority, t.literal is None, -_max_width(t.pattern), -len(t.pattern), t.name)
 
 
+@functools.lru_cache(maxsize=4096)
 def _max_width(pattern: str) -> int:
     try:
         return int(min(sre_parse.parse(pattern).getwidth()[1], sre_parse.MAXREPEAT))
@@ -329,17 +332,32 @@ def reach_union(trans: np.ndarray, rows: np.ndarray, deadline: Deadline = NO_DEA
 
     Raises :class:`~grammask.errors.CompileTimeoutError` once ``deadline`` has passed.
     """
-    n = trans.shape[0]
-    reach = rows.copy()
-    succ = [np.unique(row[row >= 0]) for row in trans]
-    changed = True
-    while changed:
+    n, width = rows.shape
+    reach = np.packbits(rows, axis=1)
+    targets = np.sort(np.where(trans >= 0, trans, np.arange(n)[:, None]), axis=1)
+    distinct = np.ones(targets.shape, dtype=bool)
+    distinct[:, 1:] = targets[:, 1:] != targets[:, :-1]
+    distinct &= targets != np.arange(n)[:, None]
+    succ_ptr = np.zeros(n + 1, dtype=np.int64)
+    np.cumsum(distinct.sum(axis=1), out=succ_ptr[1:])
+    succ = targets[distinct].astype(np.int64)
+    while True:
         deadline.check("the lexer's producible terminals")
-        changed = False
-        for q in range(n - 1, -1, -1):
-            if len(succ[q]):
-                merged = reach[q] | reach[succ[q]].any(axis=0)
-                if not np.array_equal(merged, reach[q]):
-                    reach[q] = merged
+        if not _union_pass(reach, succ_ptr, succ):
+            return np.unpackbits(reach, axis=1, count=width).astype(bool)
+
+
+@nb.njit(cache=True)
+def _union_pass(reach, succ_ptr, succ):
+    """One pass of :func:`reach_union`'s fixed point over packed rows, last state first; whether a row grew."""
+    changed = False
+    for q in range(len(reach) - 1, -1, -1):
+        row = reach[q]
+        for i in range(succ_ptr[q], succ_ptr[q + 1]):
+            other = reach[succ[i]]
+            for w in range(len(row)):
+                merged = row[w] | other[w]
+                if merged != row[w]:
+                    row[w] = merged
                     changed = True
-    return reach
+    return changed
