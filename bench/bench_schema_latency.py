@@ -47,14 +47,14 @@ from threads import THREAD_VARS
 for _var in THREAD_VARS:
     os.environ.setdefault(_var, "1")
 
-import numpy as np  # noqa: E402
-from bench_schema_hangs import read_schema, schema_names  # noqa: E402
-from cases import jme_documents, load_tokenizer  # noqa: E402
-from harness import percentile  # noqa: E402
-from peers import llg_tokenizer  # noqa: E402
+import numpy as np
+from bench_schema_hangs import read_schema, schema_names
+from cases import jme_documents, load_tokenizer
+from harness import percentile
+from peers import llg_tokenizer
 
-import grammask as gm  # noqa: E402
-from grammask.bitmask import bitmask_words  # noqa: E402
+import grammask as gm
+from grammask.bitmask import bitmask_words
 
 MASKBENCH = "/work/.mirror/guidance-ai+jsonschemabench/repo"
 ENGINES = ("grammask", "llguidance", "xgrammar")
@@ -120,7 +120,6 @@ class XGrammar:
 
     def __init__(self, tok):
         import xgrammar
-
         from peers import _xgr_tokenizer_info
 
         self.xgr = xgrammar
@@ -175,11 +174,12 @@ def summarize(rows: list[dict], engines: list[str]) -> dict:
 
 
 def markdown(summary: dict, engines: list[str], args: argparse.Namespace) -> str:
-    lines = [f"# Schema to first mask: {args.tokenizer}, one thread, cold (ms)", "",
-             f"Compiler per schema: {'fresh' if args.fresh else 'one per vocabulary'}; MaskBench sample "
-             f"{args.sample} (seed {args.seed}).", "",
-             "| set | engine | compiled | first p50 | first p95 | whole p50 | whole p95 | common: first p50 | "
-             "first p95 | whole p50 |", "|" + " --- |" * 10]
+    setup = (f"Compiler per schema: {'fresh' if args.fresh else 'one per vocabulary'}; MaskBench sample "
+             f"{args.sample} (seed {args.seed}).")
+    head = ("| set | engine | compiled | first p50 | first p95 | whole p50 | whole p95 | common: first p50 | "
+            "first p95 | whole p50 |")
+    lines = [f"# Schema to first mask: {args.tokenizer}, one thread, cold (ms)", "", setup, "", head,
+             "|" + " --- |" * 10]
     for subset, per in summary.items():
         for e in engines:
             s = per[e]
