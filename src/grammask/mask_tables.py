@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import dataclasses
 import time
+import warnings
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, NamedTuple
 
@@ -130,6 +131,7 @@ def build_front(grammar: Grammar, deadline: Deadline | None = None) -> Front:
     than the basic one.
     """
     lexer = build_lexer(grammar, deadline)
+    _warn_unlexable(grammar, lexer)
     names, mapping = parser_terminal_map(grammar, lexer)
     tables = build_parse_tables(grammar, names, deadline)
     state_modes = None
@@ -153,6 +155,17 @@ def build_front(grammar: Grammar, deadline: Deadline | None = None) -> Front:
         indent = IndentSpec.build(grammar.indentation, lexer, names)
         mapping = indent.lexer_terminal_map(mapping)
     return Front(lexer, tables, mapping, indent, state_modes)
+
+
+def _warn_unlexable(grammar: Grammar, lexer: LexerAutomaton) -> None:
+    """Warn about terminals the rules use that the lexer never emits: another terminal always takes their text."""
+    used = {sym for rule in grammar.rules for sym in rule.rhs}
+    lost = [name for t, name in enumerate(lexer.terminals) if name in used and not lexer.produce[0, t]]
+    if lost:
+        rule = "it comes first in Lark's order" if grammar.first_match else "the lexing rule"
+        warnings.warn(
+            f"grammar '{grammar.name}': terminal(s) {', '.join(lost)} can never be lexed: wherever their text "
+            f"matches, another terminal wins it ({rule}), so the rules that use them never match", stacklevel=3)
 
 
 def _contextual(lexer: LexerAutomaton, tables: ParseTables, mapping: np.ndarray, deadline: Deadline | None,

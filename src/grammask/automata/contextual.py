@@ -32,9 +32,9 @@ from grammask.automata.lexer import (
     BRANCH,
     NO_TERMINAL,
     LexerAutomaton,
+    alive,
     check_trailing_context,
     producible,
-    reach_union,
 )
 from grammask.errors import NO_DEADLINE, Deadline, GrammarError
 
@@ -47,7 +47,7 @@ def shadows(lexer: LexerAutomaton) -> np.ndarray:
     matches = lexer.matches
     if matches is None:
         raise GrammarError("the lexer was loaded without its match sets; build it with build_lexer")
-    alive_after = _alive(lexer.trans, matches, strict=True)
+    alive_after = alive(lexer.trans, matches, strict=True)
     shadow = alive_after.T.astype(np.int64) @ matches.astype(np.int64) > 0
     rank = lexer.rank
     better = rank[:, None] < rank[None, :]
@@ -100,19 +100,6 @@ def contextual_lexer(
     return _stack_modes(lexer, keeps, next_modes, int(lr_mode[start_state]), lr_mode, n_terms, deadline)
 
 
-def _alive(trans: np.ndarray, matches: np.ndarray, strict: bool) -> np.ndarray:
-    """Per state and terminal: some continuation (non-empty if ``strict``) is a lexeme of that terminal."""
-    reach = reach_union(trans, matches)
-    if not strict:
-        return reach
-    out = np.zeros_like(reach)
-    for q, row in enumerate(trans):
-        targets = np.unique(row[row >= 0])
-        if len(targets):
-            out[q] = reach[targets].any(axis=0)
-    return out
-
-
 def _stack_modes(
     lexer: LexerAutomaton, keeps: list[np.ndarray], next_modes: list[list[int]], first_mode: int,
     lr_mode: np.ndarray, n_terms: int, deadline: Deadline,
@@ -120,12 +107,12 @@ def _stack_modes(
     """One DFA per mode, stacked and minimized together, with restarts and branch aliases."""
     n = lexer.n_states
     matches = lexer.matches
-    alive = _alive(lexer.trans, matches, strict=False)
+    viable = alive(lexer.trans, matches, strict=False)
     rank = lexer.rank
     n_modes = len(keeps)
     trans_parts, accept_parts = [], []
     for keep in keeps:
-        live = (alive & keep[None, :]).any(axis=1)
+        live = (viable & keep[None, :]).any(axis=1)
         target_ok = np.where(lexer.trans >= 0, live[np.maximum(lexer.trans, 0)], False)
         trans_parts.append(np.where(target_ok, lexer.trans, -1))
         kept = matches & keep[None, :]

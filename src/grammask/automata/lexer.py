@@ -32,7 +32,8 @@ from functools import cached_property
 
 import numpy as np
 
-from grammask.automata.dfa import build_dfa
+from grammask.automata.dfa import ByteDFA, build_dfa
+from grammask.automata.first_match import restrict_preempted
 from grammask.automata.patterns import compile_regex
 from grammask.automata.regex import TrailingContext
 from grammask.errors import NO_DEADLINE, Deadline, GrammarError, UnsupportedRegexError
@@ -171,6 +172,11 @@ def build_lexer(grammar: Grammar, deadline: Deadline | None = None) -> LexerAuto
         deadline.check("the terminals' automata")
         nfas.append(compile_regex(t.pattern, t.flags, name=t.name))
     dfa = build_dfa(nfas, deadline)
+    if grammar.first_match:
+        dfa_matches = _match_rows(dfa, len(terminals))
+        restricted = restrict_preempted(terminals, nfas, dfa_matches, alive(dfa.trans, dfa_matches, strict=True))
+        if restricted is not nfas:
+            dfa = build_dfa(restricted, deadline)
     if dfa.accepts[dfa.start]:
         names = ", ".join(terminals[i].name for i in sorted(dfa.accepts[dfa.start]))
         raise GrammarError(f"terminal(s) {names} match the empty string; the lexer needs every terminal to consume input")
@@ -180,9 +186,7 @@ def build_lexer(grammar: Grammar, deadline: Deadline | None = None) -> LexerAuto
     accept = np.array(
         [min(tags, key=rank.__getitem__) if tags else NO_TERMINAL for tags in dfa.accepts], dtype=np.int32
     )
-    matches = np.zeros((len(dfa.accepts), len(terminals)), dtype=bool)
-    for q, tags in enumerate(dfa.accepts):
-        matches[q, list(tags)] = True
+    matches = _match_rows(dfa, len(terminals))
     trans = _detach_start(np.ascontiguousarray(dfa.trans, dtype=np.int32))
     if len(trans) > len(accept):
         accept = np.append(accept, accept[0])
@@ -201,6 +205,14 @@ def build_lexer(grammar: Grammar, deadline: Deadline | None = None) -> LexerAuto
         trailing=trailing,
     )
     return lexer if grammar.semicolons is None else _with_semicolons(lexer, grammar.semicolons)
+
+
+def _match_rows(dfa: ByteDFA, n_terminals: int) -> np.ndarray:
+    """Per DFA state, the terminals whose language holds the lexeme read to reach it (a bool row)."""
+    matches = np.zeros((dfa.n_states, n_terminals), dtype=bool)
+    for q, tags in enumerate(dfa.accepts):
+        matches[q, list(tags)] = True
+    return matches
 
 
 def _with_semicolons(lexer: LexerAutomaton, rules: Semicolons) -> LexerAutomaton:
@@ -329,17 +341,102 @@ def reach_union(trans: np.ndarray, rows: np.ndarray, deadline: Deadline = NO_DEA
 
     Raises :class:`~grammask.errors.CompileTimeoutError` once ``deadline`` has passed.
     """
-    n = trans.shape[0]
-    reach = rows.copy()
-    succ = [np.unique(row[row >= 0]) for row in trans]
-    changed = True
-    while changed:
-        deadline.check("the lexer's producible terminals")
-        changed = False
-        for q in range(n - 1, -1, -1):
-            if len(succ[q]):
-                merged = reach[q] | reach[succ[q]].any(axis=0)
-                if not np.array_equal(merged, reach[q]):
-                    reach[q] = merged
-                    changed = True
+    if rows.size == 0:
+        return rows.copy()
+    return _unpack(_reach_bits(_successors(trans), _pack(rows), deadline), rows.shape[1])
+
+
+def alive(trans: np.ndarray, matches: np.ndarray, strict: bool) -> np.ndarray:
+    """Per state and terminal: some continuation (non-empty if ``strict``) is a lexeme of that terminal."""
+    if matches.size == 0:
+        return matches.copy()
+    succ = _successors(trans)
+    reach = _reach_bits(succ, _pack(matches), NO_DEADLINE)
+    if strict:
+        after = []
+        for nexts in succ:
+            union = 0
+            for r in nexts:
+                union |= reach[r]
+            after.append(union)
+        reach = after
+    return _unpack(reach, matches.shape[1])
+
+
+def _successors(trans: np.ndarray) -> list[list[int]]:
+    """Per state, its distinct successor states."""
+    ordered = np.sort(trans, axis=1)
+    first = np.ones(ordered.shape, dtype=bool)
+    first[:, 1:] = ordered[:, 1:] != ordered[:, :-1]
+    keep = first & (ordered >= 0)
+    values = ordered[keep]
+    return [part.tolist() for part in np.split(values, np.cumsum(keep.sum(axis=1))[:-1])]
+
+
+def _pack(rows: np.ndarray) -> list[int]:
+    """Each bool row as a Python integer bit set (bit ``t`` for column ``t``)."""
+    packed = np.packbits(rows, axis=1, bitorder="little")
+    return [int.from_bytes(r.tobytes(), "little") for r in packed]
+
+
+def _unpack(bits: list[int], width: int) -> np.ndarray:
+    nbytes = (width + 7) // 8
+    data = np.frombuffer(b"".join(v.to_bytes(nbytes, "little") for v in bits), dtype=np.uint8)
+    return np.unpackbits(data.reshape(len(bits), nbytes), axis=1, count=width, bitorder="little").astype(bool)
+
+
+def _reach_bits(succ: list[list[int]], bits: list[int], deadline: Deadline) -> list[int]:
+    """Per state, the OR of ``bits`` over the states reachable from it: one pass over the strongly connected
+    components in reverse topological order (Tarjan's algorithm, iterative)."""
+    n = len(succ)
+    reach = bits[:]
+    index = [-1] * n
+    low = [0] * n
+    on_stack = [False] * n
+    stack: list[int] = []
+    counter = 0
+    for root in range(n):
+        if index[root] >= 0:
+            continue
+        work = [(root, 0)]
+        while work:
+            q, k = work.pop()
+            if k == 0:
+                index[q] = low[q] = counter
+                counter += 1
+                stack.append(q)
+                on_stack[q] = True
+            nexts = succ[q]
+            while k < len(nexts):
+                r = nexts[k]
+                k += 1
+                if index[r] < 0:
+                    work.append((q, k))
+                    work.append((r, 0))
+                    break
+                if on_stack[r]:
+                    low[q] = min(low[q], index[r])
+                else:
+                    reach[q] |= reach[r]
+            else:
+                if low[q] == index[q]:
+                    deadline.check("the lexer's producible terminals")
+                    members = []
+                    while True:
+                        r = stack.pop()
+                        on_stack[r] = False
+                        members.append(r)
+                        if r == q:
+                            break
+                    union = 0
+                    for r in members:
+                        union |= reach[r]
+                    for r in members:
+                        reach[r] = union
+                if work:
+                    parent = work[-1][0]
+                    if on_stack[q]:
+                        low[parent] = min(low[parent], low[q])
+                    else:
+                        reach[parent] |= reach[q]
     return reach

@@ -108,6 +108,10 @@ class Grammar:
     lexer: str = "basic"
     """``"basic"``: all terminals compete for every lexeme; ``"contextual"``: only those the parser's state
     accepts, and the ignored ones (Lark's two lexers for LALR)."""
+    first_match: bool = False
+    """Lex as Lark's lexer tries its terminals, first match in its order: a string some earlier terminal
+    matches a proper prefix of (and not whole) is no lexeme of a later one (:mod:`grammask.automata.first_match`).
+    Set by the Lark front end; grammars grammask writes itself keep the plain lexing rule."""
 
     def __post_init__(self) -> None:
         term_names = [t.name for t in self.terminals]
@@ -200,4 +204,6 @@ class Grammar:
             doc["semicolons"] = dataclasses.asdict(self.semicolons)
         if self.lexer != "basic":
             doc["lexer"] = self.lexer
+        if self.first_match:
+            doc["first_match"] = True
         return hashlib.sha256(json.dumps(doc, sort_keys=True).encode()).hexdigest()
