@@ -25,10 +25,16 @@ from grammask.grammar.lark_frontend import _no_collision_check
 
 
 class _ModeDFA:
-    """One LR state's lexer: transitions, each state's winner (a grammar terminal index) and producible set."""
+    """One LR state's lexer: transitions, each state's winner (a grammar terminal index) and producible set.
 
-    def __init__(self, grammar: Grammar, members: list[int], rank: dict[int, int]):
-        dfa = build_dfa([compile_regex(grammar.terminals[i].pattern, grammar.terminals[i].flags) for i in members])
+    ``nfas`` holds each terminal's compiled regex where already known (filled in as needed)."""
+
+    def __init__(self, grammar: Grammar, members: list[int], rank: dict[int, int], nfas: dict | None = None):
+        nfas = {} if nfas is None else nfas
+        for i in members:
+            if i not in nfas:
+                nfas[i] = compile_regex(grammar.terminals[i].pattern, grammar.terminals[i].flags)
+        dfa = build_dfa([nfas[i] for i in members])
         self.trans = dfa.trans.tolist()
         self.winner = [min((members[t] for t in tags), key=rank.__getitem__) if tags else -1 for tags in dfa.accepts]
         n = len(self.trans)

@@ -47,7 +47,7 @@ if TYPE_CHECKING:
     from grammask.errors import Deadline
     from grammask.vocab import Vocabulary
 
-FORMAT_VERSION = 2
+FORMAT_VERSION = 3
 
 
 @dataclass(frozen=True)
@@ -126,38 +126,41 @@ def build_front(grammar: Grammar, deadline: Deadline | None = None) -> Front:
 
     Raises what :func:`~grammask.automata.lexer.build_lexer`, :func:`~grammask.parser.tables.build_parse_tables`
     and :meth:`~grammask.indentation.IndentSpec.build` raise (a passed ``deadline`` included; None: no limit), and
-    :class:`~grammask.errors.ConfigurationError` for the contextual lexer with a postlex where it lexes otherwise
-    than the basic one.
+    :class:`~grammask.errors.ConfigurationError` for the contextual lexer with semicolon insertion where it lexes
+    otherwise than the basic one.
     """
     lexer = build_lexer(grammar, deadline)
     names, mapping = parser_terminal_map(grammar, lexer)
     tables = build_parse_tables(grammar, names, deadline)
     state_modes = None
     if grammar.lexer == "contextual":
-        postlex = grammar.indentation is not None or grammar.semicolons is not None
         refusal = (f"grammar {grammar.name!r}: the contextual lexer lexes it otherwise than the basic one, and "
-                   f"grammask runs a postlex (indentation, semicolons) only with the basic lexer so far; pass "
-                   f"lexer='basic'")
+                   f"grammask runs semicolon insertion only with the basic lexer so far; pass lexer='basic'")
         try:
-            made = _contextual(lexer, tables, mapping, deadline)
+            made = _contextual(grammar, lexer, tables, mapping, deadline)
         except UnsupportedRegexError as e:
-            if postlex:
+            if grammar.semicolons is not None:
                 raise ConfigurationError(f"{refusal} (and under it: {e})") from e
             raise
         if made is not None:
-            if postlex:
+            if grammar.semicolons is not None:
                 raise ConfigurationError(refusal)
             lexer, state_modes = made
     indent = None
     if grammar.indentation is not None:
-        indent = IndentSpec.build(grammar.indentation, lexer, names)
+        indent = IndentSpec.build(grammar.indentation, lexer, names, MAX_ALIASES if lexer.contextual else 0)
         mapping = indent.lexer_terminal_map(mapping)
     return Front(lexer, tables, mapping, indent, state_modes)
 
 
-def _contextual(lexer: LexerAutomaton, tables: ParseTables, mapping: np.ndarray, deadline: Deadline | None,
-                ) -> tuple[LexerAutomaton, np.ndarray] | None:
-    """The contextual lexer for these tables (None where it lexes as the basic one)."""
+def _contextual(grammar: Grammar, lexer: LexerAutomaton, tables: ParseTables, mapping: np.ndarray,
+                deadline: Deadline | None) -> tuple[LexerAutomaton, np.ndarray] | None:
+    """The contextual lexer for these tables (None where it lexes as the basic one).
+
+    As Lark's, every state's lexer also has the postlex's ``always_accept`` terminals: the indenter's newline, and
+    terminals no rule uses (kept only for a postlex). The next lexeme after a newline starts in the mode of the
+    state its indents and dedents reach (or, inside brackets, where it is dropped, of any state).
+    """
     columns = np.maximum(mapping, 0)
     actions = tables.action[:, columns]
     accepts = (actions != ERROR) & (mapping >= 0)[None, :]
@@ -168,15 +171,28 @@ def _contextual(lexer: LexerAutomaton, tables: ParseTables, mapping: np.ndarray,
     on_top[tables.start_state] = True
     targets = [np.unique(actions[:, t][actions[:, t] >= 0]) if mapping[t] >= 0 else np.zeros(0, dtype=np.int32)
                for t in range(len(mapping))]
+    rules = grammar.indentation
+    if rules is not None or grammar.semicolons is not None:
+        accepts |= (mapping >= 0)[None, :] & ~accepts.any(axis=0)[None, :]
+    if rules is not None:
+        newline = lexer.terminals.index(rules.newline)
+        accepts[:, newline] = True
+        if rules.open_brackets:
+            targets[newline] = np.flatnonzero(on_top)
+        else:
+            columns = [tables.terminals.index(n) for n in (rules.newline, rules.indent, rules.dedent)]
+            moved = tables.action[:, columns]
+            targets[newline] = np.unique(moved[moved >= 0])
     return contextual_lexer(lexer, accepts, on_top, targets, tables.start_state, deadline)
 
 
 def build_mask_tables(front: Front, vocab: Vocabulary, trie: VocabTrie, deadline: Deadline | None = None,
-                      ) -> tuple[MaskTables, ParseTables, dict]:
+                      ) -> tuple[MaskTables, ParseTables, IndentSpec | None, dict]:
     """Walk the vocabulary from every reachable lexer state and split its classes into ALWAYS / DEPENDS per LR state.
 
     Returns the mask tables, the parse tables the masks read (the front's, with a contextual lexer's alias
-    columns appended: :mod:`grammask.contextual_walk`) and the phases' timings.
+    columns appended: :mod:`grammask.contextual_walk`), the indentation rules they are read with (the front's,
+    with aliases of brackets counted as brackets) and the phases' timings.
 
     Classes holding a context terminal (indentation's newline) are always DEPENDS: the matcher decides
     them with the indentation it tracks. Raises :class:`~grammask.errors.CompileTimeoutError` once
@@ -198,13 +214,14 @@ def build_mask_tables(front: Front, vocab: Vocabulary, trie: VocabTrie, deadline
     n_terms = int(parser_term.max(initial=-1)) + 2
     if indent is not None:
         widths = byte_widths(indent.tab_len)
-        newline = NewlineWidths(indent.newline_lexer, indent.base, widths)
+        newline = NewlineWidths(indent.newline_lexer, indent.base, widths, indent.stride)
         n_terms = indent.max_id(_max_token_width(vocab, widths)) + 1
     sup = None
     if lexer.contextual:
         options = np.diff(lexer.branch_ptr)
         sup = Superpositions(int(options.max(initial=0)), tables.action.shape[1])
-        n_terms = sup.base + MAX_ALIASES
+        n_terms = max(n_terms, sup.base + MAX_ALIASES)
+        bans = None if lexer.ban is None else (lexer.ban_row, lexer.ban)
     seqs = SequenceTable(n_terms)
     walks: dict[int, StateClasses] = {}
     work = TrieWalk(trie)
@@ -221,7 +238,7 @@ def build_mask_tables(front: Front, vocab: Vocabulary, trie: VocabTrie, deadline
         else:
             entries, seq, ends = walk_contextual(trie, lexer.trans, lexer.accept, lexer.restart, lexer.ignored,
                                                  parser_term, lexer.branch_ptr, lexer.branch_start, q, seqs, sup,
-                                                 work)
+                                                 work, newline, bans)
         if slots is None or len(slots) < len(seqs) * n_follow:
             slots = np.full(2 * len(seqs) * n_follow, -1, dtype=np.int32)
         walks[q], fresh = group_walk(trie.token_ids[entries], seq, ends, state_follow, n_follow, slots, queued)
@@ -232,7 +249,9 @@ def build_mask_tables(front: Front, vocab: Vocabulary, trie: VocabTrie, deadline
         classes.rerank(walk)
     timings["walk"] = time.perf_counter() - clock
     if sup is not None:
-        tables = _with_alias_columns(tables, lexer, parser_term, sup.aliases)
+        tables = _with_alias_columns(tables, lexer, parser_term, sup.aliases, indent)
+        if indent is not None:
+            indent = indent.with_alias_brackets(sup.aliases, parser_term)
     lr = (tables.action, tables.goto, tables.rule_len, tables.rule_lhs)
 
     # 2. Per LR state p, the verdict of every class with p on top of an unknown stack.
@@ -351,7 +370,7 @@ def build_mask_tables(front: Front, vocab: Vocabulary, trie: VocabTrie, deadline
         follow_any=follow_any,
         state_follow=state_follow.astype(np.int32),
     )
-    return result, tables, timings
+    return result, tables, indent, timings
 
 
 # Classes with at least this many tokens get the branching analysis when the one-state check
@@ -371,14 +390,19 @@ def _refine(lr, exposed, n_states: int, p: int, ranks: np.ndarray, class_arrays,
 
 
 def _with_alias_columns(tables: ParseTables, lexer: LexerAutomaton, parser_term: np.ndarray,
-                        aliases: list[tuple[int, int]]) -> ParseTables:
+                        aliases: list[tuple[int, int]], indent: IndentSpec | None) -> ParseTables:
     """The parse tables with a column per alias (terminal, bit set over its branch options), after the others:
-    the terminal's actions, with the shifts into states of the other options' modes removed."""
+    the terminal's actions, with the shifts into states of the other options' modes removed. An alias of the
+    indenter's newline gets its *mode column* instead (see :mod:`grammask.indentation`): 0 in the LR states of its
+    modes, an error elsewhere; it is never fed."""
     action = tables.action
     extra = np.empty((action.shape[0], len(aliases)), dtype=action.dtype)
     for k, (t, bits) in enumerate(aliases):
         lo, hi = int(lexer.branch_ptr[t]), int(lexer.branch_ptr[t + 1])
         modes = [int(m) for i, m in enumerate(lexer.branch_mode[lo:hi].tolist()) if bits >> i & 1]
+        if indent is not None and t == indent.newline_lexer:
+            extra[:, k] = np.where(np.isin(lexer.lr_mode, modes), 0, ERROR)
+            continue
         col = action[:, parser_term[t]]
         into = lexer.lr_mode[np.maximum(col, 0)]
         extra[:, k] = np.where((col >= 0) & ~np.isin(into, modes), ERROR, col)

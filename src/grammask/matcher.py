@@ -382,15 +382,13 @@ class Matcher(TokenSteps):
         """The (lexer state, stack, indentation context) after ``data``, or None if no sentence can follow it."""
         indenter = self._indenter
         if indenter is not None:
-            levels, depth, width = post
-            lexed = indenter.lex(lexstate, width, data)
-            if lexed is None:
+            read = indenter.read(lexstate, stack, *post, data)
+            if read is None:
                 return None
-            items, lexstate, width = lexed
-            fed = indenter.feed_all(stack, levels, depth, items)
-            if fed is None or not self._follow_ok(fed[0], fed[1:], self._rt.state_follow[lexstate]):
+            lexstate, stack, levels, depth, width = read
+            if not self._follow_ok(stack, (levels, depth), self._rt.state_follow[lexstate]):
                 return None
-            return lexstate, fed[0], (fed[1], fed[2], width)
+            return lexstate, stack, (levels, depth, width)
         if self._lexer.contextual:
             lexed = self._lex_contextual(lexstate, stack, data)
             if lexed is None:
@@ -426,13 +424,14 @@ class Matcher(TokenSteps):
         after it, or None if rejected."""
         lexer = self._lexer
         trans, accept, restart = lexer._lists
+        bans = lexer.bans
         parser_term = self.compiled._engine.parser_term
         feed = self._runner.feed
         for b in data:
             nxt = trans[lexstate][b]
             if nxt < 0:
                 term = accept[lexstate]
-                if term < 0:
+                if term < 0 or b in bans[lexstate]:
                     return None
                 if parser_term[term] >= 0:
                     stack = feed(stack, int(parser_term[term]))

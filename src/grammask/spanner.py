@@ -205,15 +205,17 @@ class NewlineWidths:
     """How a walk writes the indentation's newline terminal (see :mod:`grammask.indentation`).
 
     ``terminal`` is the newline's lexer terminal, ``base`` the first context id, ``byte_width`` what
-    each byte adds to the current line's width (-1: a line break).
+    each byte adds to the current line's width (-1: a line break), ``stride`` the ids per width code (1 but under
+    a contextual lexer, whose walk writes the modes in between).
     """
 
     terminal: int
     base: int
     byte_width: np.ndarray
+    stride: int = 1
 
 
-_NO_NEWLINE = NewlineWidths(-1, 0, np.zeros(256, dtype=np.int32))
+NO_NEWLINE = NewlineWidths(-1, 0, np.zeros(256, dtype=np.int32))
 
 
 def walk_alive(
@@ -231,7 +233,7 @@ def walk_alive(
     lexeme starts from after one ending in ``q`` (None: always 0; see ``LexerAutomaton.restart``).
     """
     work = work or TrieWalk(trie)
-    newline = newline or _NO_NEWLINE
+    newline = newline or NO_NEWLINE
     if restart is None:
         restart = np.zeros(trans.shape[0], dtype=np.int32)
     while True:

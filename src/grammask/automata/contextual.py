@@ -21,6 +21,13 @@ one mode, that mode. Otherwise the next mode depends on the stack, and the lexer
 next lexeme may start in any of the modes of its shift targets (``branch_start``/``branch_mode``): the
 matcher picks the one of the LR state it reaches, and the vocabulary walk lexes them side by side
 (:mod:`grammask.contextual_walk`).
+
+**Trailing context.** A terminal whose lookahead reaches past its lexeme (``'(?!'')``) is a match only
+before some bytes. The basic lexer is built so that those bytes always extend the lexeme
+(:func:`~grammask.automata.lexer.check_trailing_context`); a mode that drops the terminal that extends it
+(python.lark's ``LONG_STRING`` where only ``STRING`` may stand) cannot be. There the lexeme's state gets a
+*ban*: the next bytes (column 256: the end of input) before which it is not a match, so the lexeme is
+rejected there, as Lark's regex rejects it (``ban_row``/``ban`` of the lexer).
 """
 
 from __future__ import annotations
@@ -32,11 +39,10 @@ from grammask.automata.lexer import (
     BRANCH,
     NO_TERMINAL,
     LexerAutomaton,
-    check_trailing_context,
     producible,
     reach_union,
 )
-from grammask.errors import NO_DEADLINE, Deadline, GrammarError
+from grammask.errors import NO_DEADLINE, Deadline, GrammarError, UnsupportedRegexError
 
 
 def shadows(lexer: LexerAutomaton) -> np.ndarray:
@@ -158,8 +164,9 @@ def _stack_modes(
     columns = np.where(columns >= 0, new_row[np.where(columns >= 0, columns, sink)], columns)
     is_start = np.zeros(sink, dtype=bool)
     is_start[starts] = True
-    labels = np.unique(np.column_stack([accept[keep_rows], is_start[keep_rows], restart[keep_rows] == BRANCH]),
-                       axis=0, return_inverse=True)[1].reshape(-1)
+    bans, ban_of = _bans(lexer, trans, accept, starts)
+    labels = np.unique(np.column_stack([accept[keep_rows], is_start[keep_rows], restart[keep_rows] == BRANCH,
+                                        ban_of[keep_rows]]), axis=0, return_inverse=True)[1].reshape(-1)
     block = coarsest_partition(columns, labels, deadline)
     # Number blocks with the first mode's start as 0.
     first_block = block[new_row[starts[first_mode]]]
@@ -186,9 +193,6 @@ def _stack_modes(
     branch_ptr = np.zeros(n_terms + 1, dtype=np.int32)
     for t, _ in branches:
         branch_ptr[t + 1] += 1
-    for index, context in lexer.trailing:
-        check_trailing_context(new_trans, new_accept, index, context, lexer.terminals[index],
-                               tuple(start_state.tolist()))
     contextual = LexerAutomaton(
         terminals=lexer.terminals,
         ignored=lexer.ignored,
@@ -200,8 +204,57 @@ def _stack_modes(
         branch_start=np.array([start_state[m] for _, m in branches], dtype=np.int32),
         branch_mode=np.array([m for _, m in branches], dtype=np.int32),
         lr_mode=lr_mode,
+        ban_row=None if bans is None else ban_of[kept_rows[rep]].astype(np.int32),
+        ban=bans,
     )
     return contextual, state_modes
+
+
+def _bans(lexer: LexerAutomaton, trans: np.ndarray, accept: np.ndarray, starts: np.ndarray,
+          ) -> tuple[np.ndarray | None, np.ndarray]:
+    """The stacked modes' bans (see the module docstring): the distinct ban rows (None if no state needs one) and
+    each stacked state's row (-1: none). A lexeme is banned before a byte its terminal's trailing context forbids
+    where the byte cannot extend it but starts a lexeme; at the end of input where the context forbids that."""
+    n = lexer.n_states
+    ban_of = np.full(len(accept), -1, dtype=np.int64)
+    rows: dict[bytes, int] = {}
+    starts_any = (trans[starts] >= 0).any(axis=0)
+    for index, context in lexer.trailing:
+        allowed = _allowed_after(lexer, index, context)
+        for q in np.flatnonzero(accept == index).tolist():
+            banned = ~allowed[q % n]
+            banned[:256] &= (trans[q] < 0) & starts_any
+            if banned.any():
+                ban_of[q] = rows.setdefault(banned.tobytes(), len(rows))
+    if not rows:
+        return None, ban_of
+    return np.frombuffer(b"".join(rows), dtype=bool).reshape(len(rows), 257).copy(), ban_of
+
+
+def _allowed_after(lexer: LexerAutomaton, index: int, context) -> np.ndarray:
+    """Per state of the basic lexer where terminal ``index`` (with trailing context ``context``) matches, what may
+    follow the lexeme (257 columns, the last one the end of input). Raises
+    :class:`~grammask.errors.UnsupportedRegexError` where two lexemes of one state differ in that."""
+    trans = lexer.trans
+    allowed = np.ones((lexer.n_states, 257), dtype=bool)
+    known = np.zeros(lexer.n_states, dtype=bool)
+    seen = {(0, 0)}
+    todo = [(0, 0)]
+    while todo:
+        q, t = todo.pop()
+        if lexer.matches[q, index]:
+            if known[q] and not np.array_equal(allowed[q], context.allowed[t]):
+                raise UnsupportedRegexError(
+                    f"terminal {lexer.terminals[index]}: its lookahead past the lexeme allows different next bytes for "
+                    f"lexemes the contextual lexer cannot tell apart; grammask cannot lex it with lexer='contextual'"
+                )
+            allowed[q], known[q] = context.allowed[t], True
+        for byte in np.flatnonzero((trans[q] >= 0) & (context.trans[t] >= 0)).tolist():
+            nxt = (int(trans[q, byte]), int(context.trans[t, byte]))
+            if nxt not in seen:
+                seen.add(nxt)
+                todo.append(nxt)
+    return allowed
 
 
 def _reachable(trans: np.ndarray, starts: np.ndarray) -> np.ndarray:

@@ -1,0 +1,169 @@
+"""Lark's contextual lexer together with an ``Indenter`` postlex: masks equal a brute-force oracle, verdicts equal
+Lark's.
+
+The oracle (tests/contextual_postlex_oracle.py) lexes in one DFA per LR state of Lark's own parser and runs Lark's
+own Indenter, so the mode of the lexeme after a newline is the one of the state its indents and dedents reach. The
+small grammar has keywords that are names where the keyword cannot stand, so the mode after a newline depends on
+the indentation (``else`` is the keyword only right after the dedent that closes an ``if``'s block).
+"""
+
+from __future__ import annotations
+
+import random
+import warnings
+from pathlib import Path
+
+import lark
+import pytest
+from conftest import get_vocab
+from contextual_postlex_oracle import ContextualPostlexOracle
+from lark.exceptions import LarkError
+from lark.indenter import Indenter, PythonIndenter
+from mask_check import check_cuts
+
+from grammask import Compiler, Grammar
+from grammask.automata.lexer import build_lexer
+from grammask.grammar.lark_frontend import _no_collision_check
+from grammask.sampler import SentenceSampler, mutate
+
+BLOCKS = r"""
+start: _NEWLINE? stmt*
+stmt: simple _NEWLINE | "if" expr ":" suite ("else" ":" suite)? | "def" NAME "(" [NAME ("," NAME)*] ")" ":" suite
+simple: NAME "=" expr | "print" expr | "pass" | "return" expr?
+suite: simple _NEWLINE | _NEWLINE _INDENT stmt+ _DEDENT
+expr: term ("+" term)*
+term: NAME | NUMBER | "(" expr ")" | NAME "(" [expr ("," expr)*] ")"
+NAME: /[a-z_]+/
+NUMBER: /[0-9]+/
+_NEWLINE: (/\r?\n[\t ]*/ | COMMENT)+
+COMMENT: /#[^\n]*/
+%ignore /[\t ]+/
+%ignore COMMENT
+%declare _INDENT _DEDENT
+"""
+
+
+class BlocksIndenter(Indenter):
+    NL_type = "_NEWLINE"
+    OPEN_PAREN_types = ("LPAR",)
+    CLOSE_PAREN_types = ("RPAR",)
+    INDENT_type = "_INDENT"
+    DEDENT_type = "_DEDENT"
+    tab_len = 4
+
+
+# Keywords as names inside blocks, "else" as a name where no "if" closes, brackets across lines.
+BLOCKS_DOCS = [
+    "if x:\n    else = 1\nelse:\n    pass\n",
+    "def f(if, then):\n    return if + then\n",
+    "if a:\n    if b:\n        print b\n    else:\n        else = def\nelse:\n    return\n",
+    "x = f(else,\n      def)\nprint x\n",
+    "if x:\n    pass\n\n    # c\n    pass\nx = else\n",
+    "def else(print):\n    if print:\n        return print\n",
+]
+LARK_PYTHON = (Path(lark.__file__).parent / "grammars" / "python.lark").read_text()
+PYTHON_DOCS = [
+    "for _ in range(3):\n    if x:\n        match = 1\n    else:\n        pass\nprint(match)\n",
+    "def f(x):\n    match x:\n        case '':\n            return 1\n        case _:\n            return type\n",
+    "class A:\n    def case(self, match):\n        return (match,\n            self)\n",
+]
+
+
+def _compiled(text: str, indenter: Indenter, vocab_name: str, start: str = "start"):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        grammar = Grammar.from_lark(text, start=start, postlex=indenter, lexer="contextual")
+    return grammar, Compiler(get_vocab(vocab_name), cache=False).compile(grammar)
+
+
+def _check_masks(text, indenter, docs, vocab_name: str, n_prefixes: int, seed: int, start: str = "start") -> int:
+    vocab = get_vocab(vocab_name)
+    grammar, compiled = _compiled(text, indenter, vocab_name, start)
+    assert compiled._engine.lexer.contextual
+    oracle = ContextualPostlexOracle(text, grammar, build_lexer(grammar).rank, vocab, indenter, start)
+    sampler = SentenceSampler(grammar, max_depth=6)
+    rng = random.Random(seed)
+    docs = list(docs)
+    checked = 0
+    while checked < n_prefixes:
+        doc = docs.pop(0) if docs else sampler.sample(rng)
+        ids = vocab.encode(doc)
+        if vocab.decode(ids) != doc.encode():
+            continue
+        cuts = sorted(rng.sample(range(len(ids) + 1), min(6, len(ids) + 1)))
+        checked += check_cuts(compiled, oracle, vocab, ids, cuts)
+    return checked
+
+
+@pytest.mark.parametrize("vocab_name", ["smollm2", "llama2"])
+def test_masks_equal_oracle(vocab_name):
+    assert _check_masks(BLOCKS, BlocksIndenter(), BLOCKS_DOCS, vocab_name, n_prefixes=60, seed=5) >= 60
+
+
+def test_python_masks_equal_oracle():
+    """Lark's python.lark: ``match``/``case`` as names, a case pattern where only STRING may stand."""
+    assert _check_masks(LARK_PYTHON, PythonIndenter(), PYTHON_DOCS, "smollm2", n_prefixes=12, seed=2,
+                        start="file_input") >= 12
+
+
+def _lark(text: str, indenter: Indenter, lexer: str, start: str = "start") -> lark.Lark:
+    with _no_collision_check():
+        return lark.Lark(text, parser="lalr", lexer=lexer, postlex=indenter, start=start)
+
+
+def _lark_accepts(parser: lark.Lark, doc: str) -> bool:
+    try:
+        parser.parse(doc)
+    except (LarkError, AssertionError, IndexError):
+        return False
+    return True
+
+
+def _grammask_accepts(compiled, doc: str) -> bool:
+    matcher = compiled.matcher()
+    return all(matcher.accept_token(t) for t in compiled.vocab.encode(doc)) and matcher.is_accepting()
+
+
+def test_agrees_with_lark():
+    """Whole documents, sampled and mutated: grammask's verdict is Lark's with ``lexer="contextual"``."""
+    grammar, compiled = _compiled(BLOCKS, BlocksIndenter(), "llama3")
+    parser = _lark(BLOCKS, BlocksIndenter(), "contextual")
+    basic = _lark(BLOCKS, BlocksIndenter(), "basic")
+    sampler = SentenceSampler(grammar, max_depth=7)
+    rng = random.Random(11)
+    docs = [("contextual only", d) for d in BLOCKS_DOCS]
+    for _ in range(120):
+        doc = sampler.sample(rng)
+        docs += [("sampled", doc), ("mutated", mutate(doc, rng, " \n\tabcdefilnoprstx:()=+,#", edits=rng.randint(1, 3)))]
+    verdicts = {"sampled": set(), "mutated": set(), "contextual only": set()}
+    for kind, doc in docs:
+        reference = _lark_accepts(parser, doc)
+        assert _grammask_accepts(compiled, doc) == reference, f"{kind} document, Lark says {reference}: {doc!r}"
+        verdicts[kind].add(reference)
+        if kind == "contextual only":
+            assert not _lark_accepts(basic, doc), doc
+    assert verdicts == {"sampled": {True}, "mutated": {True, False}, "contextual only": {True}}
+
+
+@pytest.mark.parametrize(
+    ("doc", "accepted"),
+    [
+        ("if x:\n    else = 1\n", True),  # no "if" closes at "else": a name
+        ("if x:\n    pass\nelse = 1\n", False),  # the dedent closes the "if": the keyword
+        ("if x:\n    pass\n    else:\n        pass\n", False),  # inside the block: a name, then ":" is wrong
+        ("x = (else\n)\n", True),  # the newline inside brackets is dropped, the mode stays
+    ],
+)
+def test_mode_after_newline_follows_the_dedents(doc, accepted):
+    _, compiled = _compiled(BLOCKS, BlocksIndenter(), "smollm2")
+    assert _lark_accepts(_lark(BLOCKS, BlocksIndenter(), "contextual"), doc) == accepted
+    assert _grammask_accepts(compiled, doc) == accepted
+
+
+def test_python_case_pattern_bans_a_quote_after_an_empty_string():
+    """Where only STRING may stand (a case pattern), ``''`` before ``'`` is no lexeme (``'(?!'')``), as in Lark."""
+    _, compiled = _compiled(LARK_PYTHON, PythonIndenter(), "smollm2", "file_input")
+    parser = _lark(LARK_PYTHON, PythonIndenter(), "contextual", "file_input")
+    for doc in ("match x:\n    case '':\n        pass\n", "match x:\n    case '''a''':\n        pass\n",
+                "x = '''a'''\n"):
+        assert _grammask_accepts(compiled, doc) == _lark_accepts(parser, doc), doc
