@@ -24,10 +24,8 @@ the common use.
 
 from __future__ import annotations
 
-import re
-
 import numpy as np
-from contextual_oracle import _ModeDFA
+from contextual_oracle import Lookaheads, _ModeDFA
 from lark import Lark, Token
 from lark.exceptions import LarkError, UnexpectedToken
 from lark.indenter import Indenter
@@ -62,8 +60,7 @@ class ContextualPostlexOracle:
         self.ignored = {i for i, n in enumerate(self.names) if n in grammar.ignore}
         self.always = {self.index[n] for n in postlex.always_accept if n in self.index}
         self.rank = {i: int(r) for i, r in enumerate(rank.tolist())}
-        self.looks = {i: re.compile(t.pattern) for i, t in enumerate(grammar.terminals)
-                      if "(?=" in t.pattern or "(?!" in t.pattern}
+        self.looks = Lookaheads(grammar)
         self.start_post = _IndentState(postlex) if isinstance(postlex, Indenter) else _SemicolonState(postlex)
         self.newlines = {self.index[n] for n in self.start_post.newlines if n in self.index}
         self.special = {postlex.NL_type, postlex.INDENT_type, postlex.DEDENT_type, "$END"} if isinstance(
@@ -131,15 +128,6 @@ class ContextualPostlexOracle:
 
     # ---- lexing ---------------------------------------------------------------------------------------------------
 
-    def _ends_before(self, term: int, lexeme: bytes, after: bytes) -> bool:
-        """Whether ``lexeme`` of ``term`` may end before ``after`` (b"": the end of input), by Python's ``re``."""
-        pattern = self.looks.get(term)
-        if pattern is None:
-            return True
-        text = lexeme.decode("utf-8", "replace")
-        m = pattern.match(text + after.decode("utf-8", "replace")[:1])
-        return m is not None and m.end() == len(text)
-
     def _step(self, config, data: bytes, i: int):
         """The configuration after byte ``data[i]``, or None if it is rejected. A configuration is (mode DFA, state,
         pending lexeme's text, parse)."""
@@ -148,7 +136,7 @@ class ContextualPostlexOracle:
         nxt = dfa.trans[q][b]
         if nxt < 0:
             term = dfa.winner[q]
-            if term < 0 or not self._ends_before(term, lexeme, data[i:]):
+            if term < 0 or not self.looks.ends_before(term, lexeme, data[i:]):
                 return None
             parse = self._feed(parse, term, lexeme)
             if parse is None:
@@ -226,7 +214,7 @@ class ContextualPostlexOracle:
         dfa, q, lexeme, parse = config
         if q != 0:
             term = dfa.winner[q]
-            if term < 0 or not self._ends_before(term, lexeme, b""):
+            if term < 0 or not self.looks.ends_before(term, lexeme, b""):
                 return False
             parse = self._feed(parse, term, lexeme)
             if parse is None:

@@ -10,6 +10,7 @@ the indentation (``else`` is the keyword only right after the dedent that closes
 from __future__ import annotations
 
 import random
+import re
 import warnings
 from pathlib import Path
 
@@ -21,7 +22,7 @@ from lark.exceptions import LarkError
 from lark.indenter import Indenter, PythonIndenter
 from mask_check import check_cuts
 
-from grammask import Compiler, Grammar
+from grammask import Compiler, Grammar, Vocabulary
 from grammask.automata.lexer import build_lexer
 from grammask.grammar.lark_frontend import _no_collision_check
 from grammask.sampler import SentenceSampler, mutate
@@ -104,6 +105,50 @@ def test_python_masks_equal_oracle():
     """Lark's python.lark: ``match``/``case`` as names, a case pattern where only STRING may stand."""
     assert _check_masks(LARK_PYTHON, PythonIndenter(), PYTHON_DOCS, "smollm2", n_prefixes=12, seed=2,
                         start="file_input") >= 12
+
+
+def _spanning_vocab(docs: list[str]) -> Vocabulary:
+    """Every printable byte, and every piece of the documents up to 10 bytes long that holds a line break followed,
+    in the piece, by something other than indentation: tokens whose newline ends inside them and whose next lexeme
+    starts there (real tokenizers have none: their pre-tokenizers split there)."""
+    pieces = {bytes([b]) for b in (9, 10, *range(32, 127))}
+    for doc in docs:
+        data = doc.encode()
+        for i in range(len(data)):
+            for j in range(i + 2, min(len(data), i + 10) + 1):
+                if re.search(rb"\n[ \t]*[^\s]", data[i:j]):
+                    pieces.add(data[i:j])
+    tokens = sorted(pieces)
+    return Vocabulary([*tokens, None], [len(tokens)], name="spanning")
+
+
+def _longest_first(vocab: Vocabulary, doc: str) -> list[int]:
+    """``doc`` as the vocabulary's tokens, longest match first (there is no tokenizer)."""
+    index = {t: i for i, t in enumerate(vocab.tokens) if t}
+    data, ids, i = doc.encode(), [], 0
+    while i < len(data):
+        j = min(len(data), i + 10)
+        while data[i:j] not in index:
+            j -= 1
+        ids.append(index[data[i:j]])
+        i = j
+    return ids
+
+
+def test_tokens_spanning_a_newline_take_the_mode_its_dedents_reach():
+    """A token such as ``'\n    pass\nelse'`` ends a newline inside it: the walk lexes what follows in each mode a
+    newline may lead to, and the matcher keeps the reading of the mode its indents and dedents reach."""
+    vocab = _spanning_vocab(BLOCKS_DOCS)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        grammar = Grammar.from_lark(BLOCKS, postlex=BlocksIndenter(), lexer="contextual")
+    compiled = Compiler(vocab, cache=False).compile(grammar)
+    oracle = ContextualPostlexOracle(BLOCKS, grammar, build_lexer(grammar).rank, vocab, BlocksIndenter())
+    checked = 0
+    for doc in BLOCKS_DOCS:
+        ids = _longest_first(vocab, doc)
+        checked += check_cuts(compiled, oracle, vocab, ids, list(range(len(ids) + 1)))
+    assert checked > 100
 
 
 def _lark(text: str, indenter: Indenter, lexer: str, start: str = "start") -> lark.Lark:

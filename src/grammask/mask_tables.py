@@ -133,24 +133,31 @@ def build_front(grammar: Grammar, deadline: Deadline | None = None) -> Front:
     names, mapping = parser_terminal_map(grammar, lexer)
     tables = build_parse_tables(grammar, names, deadline)
     state_modes = None
-    if grammar.lexer == "contextual":
-        refusal = (f"grammar {grammar.name!r}: the contextual lexer lexes it otherwise than the basic one, and "
-                   f"grammask runs semicolon insertion only with the basic lexer so far; pass lexer='basic'")
-        try:
-            made = _contextual(grammar, lexer, tables, mapping, deadline)
-        except UnsupportedRegexError as e:
-            if grammar.semicolons is not None:
-                raise ConfigurationError(f"{refusal} (and under it: {e})") from e
-            raise
+    if grammar.lexer == "contextual" and grammar.semicolons is not None:
+        _refuse_semicolons(grammar, tables, mapping, deadline)
+    elif grammar.lexer == "contextual":
+        made = _contextual(grammar, lexer, tables, mapping, deadline)
         if made is not None:
-            if grammar.semicolons is not None:
-                raise ConfigurationError(refusal)
             lexer, state_modes = made
     indent = None
     if grammar.indentation is not None:
         indent = IndentSpec.build(grammar.indentation, lexer, names, MAX_ALIASES if lexer.contextual else 0)
         mapping = indent.lexer_terminal_map(mapping)
     return Front(lexer, tables, mapping, indent, state_modes)
+
+
+def _refuse_semicolons(grammar: Grammar, tables: ParseTables, mapping: np.ndarray, deadline: Deadline | None) -> None:
+    """Raise :class:`~grammask.errors.ConfigurationError` where the contextual lexer lexes a grammar with semicolon
+    insertion otherwise than the basic one (its modes are not combined with the lexer's armed and unarmed ones)."""
+    plain = build_lexer(dataclasses.replace(grammar, semicolons=None), deadline)
+    refusal = (f"grammar {grammar.name!r}: the contextual lexer lexes it otherwise than the basic one, and grammask "
+               f"runs semicolon insertion only with the basic lexer so far; pass lexer='basic'")
+    try:
+        made = _contextual(grammar, plain, tables, mapping[: len(plain.terminals)], deadline)
+    except UnsupportedRegexError as e:
+        raise ConfigurationError(f"{refusal} (and under it: {e})") from e
+    if made is not None:
+        raise ConfigurationError(refusal)
 
 
 def _contextual(grammar: Grammar, lexer: LexerAutomaton, tables: ParseTables, mapping: np.ndarray,
@@ -174,6 +181,8 @@ def _contextual(grammar: Grammar, lexer: LexerAutomaton, tables: ParseTables, ma
     rules = grammar.indentation
     if rules is not None or grammar.semicolons is not None:
         accepts |= (mapping >= 0)[None, :] & ~accepts.any(axis=0)[None, :]
+    if grammar.semicolons is not None:
+        accepts[:, [lexer.terminals.index(n) for n in grammar.semicolons.newlines]] = True
     if rules is not None:
         newline = lexer.terminals.index(rules.newline)
         accepts[:, newline] = True
