@@ -38,6 +38,7 @@ from grammask.spanner import (
 )
 
 _DONE, _FULL, _OUT_FULL, _TOO_DEEP = 0, 1, 2, 3
+_NO_PARSE = -2  # a sequence id meaning: no parser state takes this reading of the token
 # Pending superpositions kept at once (per compile) and aliases; more raise (a grammar with very many modes).
 _MAX_PENDING = 1 << 20
 MAX_ALIASES = 1 << 16
@@ -93,12 +94,18 @@ class Superpositions:
 def walk_contextual(
     trie: VocabTrie, trans: np.ndarray, accept: np.ndarray, restart: np.ndarray, ignored: np.ndarray,
     parser_term: np.ndarray, branch_ptr: np.ndarray, branch_start: np.ndarray, start: int, seqs: SequenceTable,
-    sup: Superpositions, work: TrieWalk, newline: NewlineWidths | None = None,
+    sup: Superpositions, work: TrieWalk, may: tuple[np.ndarray, np.ndarray], newline: NewlineWidths | None = None,
     bans: tuple[np.ndarray, np.ndarray] | None = None,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Lex every token from lexer state ``start`` of a contextual lexer: ``(entries, seq, end)`` as
     :func:`~grammask.spanner.walk_alive` reports them, an entry possibly several times (once per lexer state
     its superposed modes end in). Sequences hold aliases (ids ``sup.base + a``) for branch terminals.
+
+    ``may`` says which parser terminal an item may be followed by: ``may[0][x, y]`` for parser terminal ``x``, and
+    ``may[1][t, k, y]`` for lexer terminal ``t`` read with the mode of its branch option ``k`` (some LR state the item
+    shifts into has an action on ``y``). A reading of a token with two items that may not follow each other is never
+    parsed, so it is dropped: without that, runs such as ``'.' * 32`` (``...`` one lexeme where the parser takes an
+    ellipsis, three dots elsewhere) split into exponentially many readings.
 
     With ``newline`` (the indenter's), that terminal is written as a context id carrying its last line's width and,
     where the modes after it part, the alias of those whose reading the token follows (see
@@ -106,7 +113,8 @@ def walk_contextual(
     some bytes), None if it has none. Raises :class:`~grammask.errors.GrammarError` when a table outgrows its bound
     (a grammar with very many modes)."""
     newline = newline or NO_NEWLINE
-    ctx = np.array([newline.terminal, len(ignored), newline.base, newline.stride], dtype=np.int64)
+    ctx_base = newline.base if newline.terminal >= 0 else np.iinfo(np.int64).max
+    ctx = np.array([newline.terminal, len(ignored), ctx_base, newline.stride], dtype=np.int64)
     ban_row, ban = bans or (np.full(trans.shape[0], -1, dtype=np.int32), np.zeros((1, 257), dtype=np.bool_))
     room = len(trie.token_ids) + 1
     while True:
@@ -115,7 +123,7 @@ def walk_contextual(
             trie.node_byte, trie.node_parent, trie.node_end, trie.node_tok_ptr, trans, accept, restart, ignored,
             parser_term, branch_ptr, branch_start, np.int32(start), seqs.slots, seqs.parent, seqs.last,
             seqs.count, np.int64(seqs.n_terms), work.state, work.seq, *work.out, *work.cache(), sup.frames,
-            *sup.arrays(), ctx, newline.byte_width, work.width, ban_row, ban,
+            *sup.arrays(), ctx, newline.byte_width, work.width, ban_row, ban, may,
         )
         if status == _DONE:
             return entries, seq, end
@@ -240,16 +248,44 @@ def _item(t, parser_term, ctx):
 
 
 @nb.njit(cache=True, inline="always")
+def _may_follow(x, y, may, a_term, a_mask, base, ctx, parser_term):
+    """Whether sequence item ``y`` can be accepted right after item ``x`` (some LR state ``x`` shifts into has an action
+    on ``y``): a necessary condition, so a sequence where it fails is never accepted. Context ids pass."""
+    plain, by_option = may
+    if x >= ctx[2] or y >= ctx[2]:
+        return True
+    if y >= base:
+        y = parser_term[a_term[y - base]]
+    if x < base:
+        return plain[x, y]
+    t = a_term[x - base]
+    bits = a_mask[x - base]
+    for k in range(by_option.shape[1]):
+        if bits >> k & 1 and by_option[t, k, y]:
+            return True
+    return False
+
+
+@nb.njit(cache=True, inline="always")
+def _append(seq, pt, slots, parent, last, count, n_terms, capacity, may, a_term, a_mask, base, ctx, parser_term):
+    """Sequence ``seq`` followed by item ``pt``, interned: -1 when the table must grow first, :data:`_NO_PARSE` when
+    ``pt`` can never follow ``seq``'s last item (the token's reading dies)."""
+    if seq > 0 and not _may_follow(last[seq], pt, may, a_term, a_mask, base, ctx, parser_term):
+        return np.int64(_NO_PARSE)
+    return intern(seq, pt, slots, parent, last, count, n_terms, capacity)
+
+
+@nb.njit(cache=True, inline="always")
 def _with_alias(t, bits, seq, slots, parent, last, count, n_terms, capacity, a_term, a_mask, a_slots, counts, base,
-                ctx):
-    """Sequence ``seq`` followed by alias (t, bits) (for a newline, its context id with the alias's modes); -1 when a
-    table must grow first."""
+                ctx, may, parser_term):
+    """Sequence ``seq`` followed by alias (t, bits) (for a newline, its context id with the alias's modes), as
+    :func:`_append` gives it; -1 also when the alias table is full."""
     pt = _alias_pt(_lexer_term(t, ctx), bits, a_term, a_mask, a_slots, counts, base)
     if pt < 0:
         return np.int64(-1)
     if t >= ctx[1]:
         pt = ctx[2] + 1 + (pt - base + 1) + ctx[3] * (t - ctx[1])
-    return intern(seq, pt, slots, parent, last, count, n_terms, capacity)
+    return _append(seq, pt, slots, parent, last, count, n_terms, capacity, may, a_term, a_mask, base, ctx, parser_term)
 
 
 @nb.njit(cache=True, inline="always")
@@ -269,9 +305,10 @@ def _open_branch(term, b, comps, trans, branch_ptr, branch_start):
 
 @nb.njit(cache=True)
 def _settle(t, comps, seq, slots, parent, last, count, n_terms, capacity, p_term, p_comp, p_slots, a_term, a_mask,
-            a_slots, counts, base, ctx):
+            a_slots, counts, base, ctx, may, parser_term):
     """A superposition after a byte: (state, seq) resolved where every live mode is in one state, else
-    (-1 - pending id, seq); (-2**62, -1) if every mode died; seq -1 when a table must grow."""
+    (-1 - pending id, seq); (-2**62, -1) if every mode died; seq -1 when a table must grow, :data:`_NO_PARSE` when
+    the resolved alias can never be parsed there."""
     one = -1
     bits = np.int64(0)
     for k in range(len(comps)):
@@ -285,7 +322,7 @@ def _settle(t, comps, seq, slots, parent, last, count, n_terms, capacity, p_term
         return np.int64(-(1 << 62)), np.int64(-1)
     if one >= 0:
         return np.int64(one), _with_alias(t, bits, seq, slots, parent, last, count, n_terms, capacity, a_term, a_mask,
-                                          a_slots, counts, base, ctx)
+                                          a_slots, counts, base, ctx, may, parser_term)
     p = _pending_id(t, comps, p_term, p_comp, p_slots, counts)
     if p < 0:
         return np.int64(0), np.int64(-1)
@@ -296,7 +333,8 @@ def _settle(t, comps, seq, slots, parent, last, count, n_terms, capacity, p_term
 def _walk(node_byte, node_parent, node_end, node_tok_ptr, trans, accept, restart, ignored, parser_term,
           branch_ptr, branch_start, start, slots, parent, last, count, n_terms, node_state, node_seq, entries,
           seq_out, end_out, cache_keys, cache_span, arena_entries, arena_seq, arena_end, used, frames,
-          p_term, p_comp, p_slots, a_term, a_mask, a_slots, counts, base, ctx, byte_width, node_width, ban_row, ban):
+          p_term, p_comp, p_slots, a_term, a_mask, a_slots, counts, base, ctx, byte_width, node_width, ban_row, ban,
+          may):
     capacity = min(len(parent), len(slots) // 2)
     out_capacity = len(entries)
     cache_mask = len(cache_keys) - 1
@@ -348,13 +386,17 @@ def _walk(node_byte, node_parent, node_end, node_tok_ptr, trans, accept, restart
                         continue
                     pt = _item(ended, parser_term, ctx)
                     if pt >= 0:
-                        seq = intern(seq, pt, slots, parent, last, count, n_terms, capacity)
+                        seq = _append(seq, pt, slots, parent, last, count, n_terms, capacity, may, a_term, a_mask,
+                                      base, ctx, parser_term)
+                        if seq == _NO_PARSE:
+                            n = node_end[n]
+                            continue
                         if seq < 0:
                             return entries, seq_out, end_out, _FULL
                 else:
                     _open_branch(term, b, comps, trans, branch_ptr, branch_start)
                     nxt, seq = _settle(ended, comps, seq, slots, parent, last, count, n_terms, capacity, p_term,
-                                       p_comp, p_slots, a_term, a_mask, a_slots, counts, base, ctx)
+                                       p_comp, p_slots, a_term, a_mask, a_slots, counts, base, ctx, may, parser_term)
         else:
             p = -1 - state
             t = p_term[p]
@@ -406,13 +448,13 @@ def _walk(node_byte, node_parent, node_end, node_tok_ptr, trans, accept, restart
                     if kinds[k] == -1:
                         comps[k] = trans[p_comp[p, k], b]
                 nxt, seq = _settle(t, comps, seq, slots, parent, last, count, n_terms, capacity, p_term, p_comp,
-                                   p_slots, a_term, a_mask, a_slots, counts, base, ctx)
+                                   p_slots, a_term, a_mask, a_slots, counts, base, ctx, may, parser_term)
             elif ignored[group]:
                 for k in range(width):  # an ignored lexeme keeps each mode
                     if kinds[k] == group:
                         comps[k] = trans[restart[p_comp[p, k]], b]
                 nxt, seq = _settle(t, comps, seq, slots, parent, last, count, n_terms, capacity, p_term, p_comp,
-                                   p_slots, a_term, a_mask, a_slots, counts, base, ctx)
+                                   p_slots, a_term, a_mask, a_slots, counts, base, ctx, may, parser_term)
             else:
                 one = -1  # a state of the group: all its states restart alike after a non-ignored terminal
                 for k in range(width):
@@ -420,23 +462,27 @@ def _walk(node_byte, node_parent, node_end, node_tok_ptr, trans, accept, restart
                         one = p_comp[p, k]
                         break
                 seq = _with_alias(t, _members(kinds, group), seq, slots, parent, last, count, n_terms, capacity, a_term,
-                                  a_mask, a_slots, counts, base, ctx)
+                                  a_mask, a_slots, counts, base, ctx, may, parser_term)
+                if seq == _NO_PARSE:
+                    n = node_end[n]
+                    continue
                 if seq < 0:
                     return entries, seq_out, end_out, _FULL
                 ended = _ended(group, node_width[up], ctx)
                 again = restart[one]
                 if again >= 0:
                     nxt = trans[again, b]
-                    seq = intern(seq, _item(ended, parser_term, ctx), slots, parent, last, count, n_terms, capacity)
+                    seq = _append(seq, _item(ended, parser_term, ctx), slots, parent, last, count, n_terms, capacity,
+                                  may, a_term, a_mask, base, ctx, parser_term)
                     if nxt < 0:
                         n = node_end[n]
                         continue
                 else:
                     _open_branch(group, b, comps, trans, branch_ptr, branch_start)
                     nxt, seq = _settle(ended, comps, seq, slots, parent, last, count, n_terms, capacity, p_term,
-                                       p_comp, p_slots, a_term, a_mask, a_slots, counts, base, ctx)
-        if seq < 0:  # every mode died, or a table must grow first
-            if nxt == -(1 << 62):
+                                       p_comp, p_slots, a_term, a_mask, a_slots, counts, base, ctx, may, parser_term)
+        if seq < 0:  # every mode died, no parser state takes the reading, or a table must grow first
+            if nxt == -(1 << 62) or seq == _NO_PARSE:
                 n = node_end[n]
                 continue
             return entries, seq_out, end_out, _FULL
@@ -478,7 +524,9 @@ def _walk(node_byte, node_parent, node_end, node_tok_ptr, trans, accept, restart
                         continue
                     s = states[k]
                     tail = _with_alias(t, _members(states, s), seq, slots, parent, last, count, n_terms, capacity,
-                                       a_term, a_mask, a_slots, counts, base, ctx)
+                                       a_term, a_mask, a_slots, counts, base, ctx, may, parser_term)
+                    if tail == _NO_PARSE:
+                        continue
                     if tail < 0:
                         return entries, seq_out, end_out, _FULL
                     if n_out + n_tok > out_capacity:

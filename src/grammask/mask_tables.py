@@ -231,6 +231,7 @@ def build_mask_tables(front: Front, vocab: Vocabulary, trie: VocabTrie, deadline
         sup = Superpositions(int(options.max(initial=0)), tables.action.shape[1])
         n_terms = max(n_terms, sup.base + MAX_ALIASES)
         bans = None if lexer.ban is None else (lexer.ban_row, lexer.ban)
+        may = _may_follow(tables, lexer, parser_term, int(options.max(initial=0)))
     seqs = SequenceTable(n_terms)
     walks: dict[int, StateClasses] = {}
     work = TrieWalk(trie)
@@ -247,7 +248,7 @@ def build_mask_tables(front: Front, vocab: Vocabulary, trie: VocabTrie, deadline
         else:
             entries, seq, ends = walk_contextual(trie, lexer.trans, lexer.accept, lexer.restart, lexer.ignored,
                                                  parser_term, lexer.branch_ptr, lexer.branch_start, q, seqs, sup,
-                                                 work, newline, bans)
+                                                 work, may, newline, bans)
         if slots is None or len(slots) < len(seqs) * n_follow:
             slots = np.full(2 * len(seqs) * n_follow, -1, dtype=np.int32)
         walks[q], fresh = group_walk(trie.token_ids[entries], seq, ends, state_follow, n_follow, slots, queued)
@@ -416,6 +417,28 @@ def _with_alias_columns(tables: ParseTables, lexer: LexerAutomaton, parser_term:
         into = lexer.lr_mode[np.maximum(col, 0)]
         extra[:, k] = np.where((col >= 0) & ~np.isin(into, modes), ERROR, col)
     return dataclasses.replace(tables, action=np.hstack([action, extra]))
+
+
+def _may_follow(tables: ParseTables, lexer: LexerAutomaton, parser_term: np.ndarray, n_options: int,
+                ) -> tuple[np.ndarray, np.ndarray]:
+    """Which parser terminal may be accepted right after a sequence item (see :func:`walk_contextual`): per parser
+    terminal, and per lexer terminal and branch option (its shifts into that option's mode only)."""
+    action = tables.action
+    n_columns = action.shape[1]
+    live = action != ERROR
+    plain = np.zeros((n_columns, n_columns), dtype=np.bool_)
+    for x in range(tables.end):
+        targets = np.unique(action[:, x][action[:, x] >= 0])
+        plain[x] = live[targets].any(axis=0)
+    by_option = np.zeros((len(lexer.terminals), max(n_options, 1), n_columns), dtype=np.bool_)
+    for t, options in enumerate(lexer.branch_options):
+        if not 0 <= parser_term[t] < n_columns:
+            continue  # ignored, or the indenter's newline (context ids always pass)
+        col = action[:, parser_term[t]]
+        for k, mode in enumerate(options):
+            targets = np.unique(col[(col >= 0) & (lexer.lr_mode[np.maximum(col, 0)] == mode)])
+            by_option[t, k] = live[targets].any(axis=0)
+    return plain, by_option
 
 
 def _armed_tops(lexer: LexerAutomaton, tables: ParseTables, parser_term: np.ndarray) -> np.ndarray | None:
