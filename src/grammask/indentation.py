@@ -249,9 +249,16 @@ class IndentRuntime:
             if fed is None:
                 return None
             stack, levels = fed
-        if modes and self.runner.tables.action[stack[0], spec.alias_base + modes - 1] == ERROR:
+        if modes and not self.mode_ok(stack[0], np.array([modes]))[0]:
             return None
         return stack, levels, depth
+
+    def mode_ok(self, top: int, modes: np.ndarray) -> np.ndarray:
+        """Per entry of ``modes`` (0: any mode, else ``k`` of a context id): whether LR state ``top`` is in them."""
+        ok = modes == 0
+        some = ~ok
+        ok[some] = self.runner.tables.action[top, self.spec.alias_base + modes[some] - 1] != ERROR
+        return ok
 
     def _newline(self, stack: Stack, levels: tuple[int, ...], width: int, feed):
         """``(stack, levels)`` after a newline whose last line is ``width`` wide (outside brackets), or None."""
