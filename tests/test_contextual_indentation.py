@@ -140,7 +140,7 @@ def _longest_first(vocab: Vocabulary, doc: str) -> list[int]:
 def test_tokens_spanning_a_newline_take_the_mode_its_dedents_reach():
     """A token such as ``'\n    pass\nelse'`` ends a newline inside it: the walk lexes what follows in each mode a
     newline may lead to, and the matcher keeps the reading of the mode its indents and dedents reach."""
-    vocab = _spanning_vocab(BLOCKS_DOCS)
+    vocab = _spanning_vocab([*BLOCKS_DOCS, "x = 1\nelse = 2\n"])
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         grammar = Grammar.from_lark(BLOCKS, postlex=BlocksIndenter(), lexer="contextual")
@@ -151,6 +151,12 @@ def test_tokens_spanning_a_newline_take_the_mode_its_dedents_reach():
         ids = _longest_first(vocab, doc)
         checked += check_cuts(compiled, oracle, vocab, ids, list(range(len(ids) + 1)))
     assert checked > 100
+    # after the block of an "if", "\nelse =" reads "else" as the keyword (the dedent reaches a state taking it)
+    else_is = vocab.tokens.index(b"\nelse =")
+    for prefix, allowed in [("if x:\n    pass", False), ("x = 1", True), ("if x:\n    if y:\n        pass", False)]:
+        ids = _longest_first(vocab, prefix)
+        check_cuts(compiled, oracle, vocab, ids, [len(ids)])
+        assert (else_is in compiled.matcher(prefix=prefix).allowed_tokens()) == allowed, prefix
 
 
 def _lark(text: str, indenter: Indenter, lexer: str, start: str = "start") -> lark.Lark:
