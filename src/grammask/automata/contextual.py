@@ -129,17 +129,17 @@ def _stack_modes(
     alive = _alive(lexer.trans, matches, strict=False)
     rank = lexer.rank
     n_modes = len(keeps)
-    trans_parts, accept_parts = [], []
-    for keep in keeps:
-        live = (alive & keep[None, :]).any(axis=1)
+    offsets = np.arange(n_modes, dtype=np.int64) * n
+    trans = np.empty((n_modes * n, 256), dtype=np.int32)
+    accept = np.empty(n_modes * n, dtype=np.int32)
+    lives = np.empty((n_modes, n), dtype=bool)
+    for m, keep in enumerate(keeps):
+        live = lives[m] = (alive & keep[None, :]).any(axis=1)
         target_ok = np.where(lexer.trans >= 0, live[np.maximum(lexer.trans, 0)], False)
-        trans_parts.append(np.where(target_ok, lexer.trans, -1))
+        trans[m * n : (m + 1) * n] = np.where(target_ok, lexer.trans + m * n, -1)
         kept = matches & keep[None, :]
         ranked = np.where(kept, rank[None, :], np.iinfo(np.int64).max)
-        accept_parts.append(np.where(kept.any(axis=1), ranked.argmin(axis=1), NO_TERMINAL).astype(np.int32))
-    offsets = np.arange(n_modes, dtype=np.int64) * n
-    trans = np.vstack([np.where(t >= 0, t + off, -1) for t, off in zip(trans_parts, offsets)]).astype(np.int64)
-    accept = np.concatenate(accept_parts)
+        accept[m * n : (m + 1) * n] = np.where(kept.any(axis=1), ranked.argmin(axis=1), NO_TERMINAL)
     mode_of_row = np.repeat(np.arange(n_modes), n)
     starts = offsets.copy()
     restart = np.full(len(accept), -1, dtype=np.int64)
@@ -152,7 +152,7 @@ def _stack_modes(
             restart[q] = starts[next_modes[term][0]]
         else:
             restart[q] = BRANCH
-    keep_rows = _reachable(trans, starts)
+    keep_rows = _modes_reaching(lexer.trans, np.zeros(n_modes, dtype=np.int64), lives).T.reshape(-1)
     deadline.check("the contextual lexer's modes")
     # Minimize: same winner, same restart block, same successors; mode starts apart from inner states.
     sink = len(accept)
@@ -185,9 +185,7 @@ def _stack_modes(
     new_restart = np.where(rows[:, 256] >= 0, state[np.maximum(rows[:, 256], 0)], BRANCH).astype(np.int32)
     new_restart[new_accept < 0] = 0
     start_state = state[new_row[starts]]
-    state_modes = np.zeros((n_new, n_modes), dtype=bool)
-    for m in range(n_modes):
-        state_modes[_reachable(new_trans, start_state[m : m + 1]), m] = True
+    state_modes = _modes_reaching(new_trans, start_state)
     branches = [(t, m) for t in range(n_terms) if len(next_modes[t]) > 1 and not lexer.ignored[t]
                 for m in next_modes[t]]
     branch_ptr = np.zeros(n_terms + 1, dtype=np.int32)
@@ -257,15 +255,29 @@ def _allowed_after(lexer: LexerAutomaton, index: int, context) -> np.ndarray:
     return allowed
 
 
-def _reachable(trans: np.ndarray, starts: np.ndarray) -> np.ndarray:
-    """Which states the transitions reach from ``starts`` (the starts included)."""
-    seen = np.zeros(trans.shape[0], dtype=bool)
-    seen[starts] = True
-    frontier = np.unique(starts)
-    while len(frontier):
-        nxt = np.unique(trans[frontier])
-        nxt = nxt[nxt >= 0]
-        nxt = nxt[~seen[nxt]]
-        seen[nxt] = True
-        frontier = nxt
-    return seen
+def _modes_reaching(trans: np.ndarray, starts: np.ndarray, lives: np.ndarray | None = None) -> np.ndarray:
+    """Per state of ``trans``, the modes (a bool row) whose start ``starts[m]`` reaches it, moving only into states
+    alive in the mode (``lives[m]``; None: all), as bit sets spread along the edges until nothing changes."""
+    n, n_modes = trans.shape[0], len(starts)
+    words = (n_modes + 63) // 64
+    src, byte = np.nonzero(trans >= 0)
+    edges = np.unique(src.astype(np.int64) * n + trans[src, byte])
+    src, dst = edges // n, edges % n
+    bit = np.left_shift(np.uint64(1), (np.arange(n_modes) % 64).astype(np.uint64))
+    reach = np.zeros((n, words), dtype=np.uint64)
+    np.bitwise_or.at(reach, (starts, np.arange(n_modes) // 64), bit)
+    gate = None
+    if lives is not None:
+        gate = np.zeros((n, words), dtype=np.uint64)
+        for m in range(n_modes):
+            gate[lives[m], m // 64] |= bit[m]
+    while True:
+        carried = reach[src]
+        if gate is not None:
+            carried &= gate[dst]
+        grown = reach.copy()
+        np.bitwise_or.at(grown, dst, carried)
+        if np.array_equal(grown, reach):
+            break
+        reach = grown
+    return (reach[:, np.arange(n_modes) // 64] & bit[None, :]) != 0
