@@ -21,6 +21,7 @@ from contextual_postlex_oracle import ContextualPostlexOracle
 from lark.exceptions import LarkError
 from lark.indenter import Indenter, PythonIndenter
 from mask_check import check_cuts
+from test_sampler_indentation import SYNCODE_PYTHON, _SynCodeIndenter
 
 from grammask import Compiler, Grammar, Vocabulary
 from grammask.automata.lexer import build_lexer
@@ -248,28 +249,16 @@ def test_python_masks_equal_oracle_on_stdlib():
     assert _stdlib_prefixes(LARK_PYTHON, PythonIndenter(), "file_input", 1000, seed=1) >= 1000
 
 
-SYNCODE_PYTHON = Path(__file__).resolve().parents[2] / "shared" / "data" / "syncode-grammars" / "python.lark"
-
-
-class SynCodeIndenter(Indenter):
-    NL_type = "_NL"
-    OPEN_PAREN_types = ("LPAR", "LSQB", "LBRACE")
-    CLOSE_PAREN_types = ("RPAR", "RSQB", "RBRACE")
-    INDENT_type = "_INDENT"
-    DEDENT_type = "_DEDENT"
-    tab_len = 4
-
-
 @pytest.mark.slow
 def test_syncode_python_masks_equal_oracle():
     """SynCode's Python at 1,000 prefixes of sampled documents the contextual lexer accepts (its real programs need
     regex backtracking, which grammask's lexing rule does not do: see docs/architecture.md, "The lexing rule")."""
-    if not SYNCODE_PYTHON.exists():
-        pytest.skip(f"SynCode's grammars are not at {SYNCODE_PYTHON.parent}")
+    if SYNCODE_PYTHON is None or not SYNCODE_PYTHON.exists():
+        pytest.skip("SynCode's grammars are not in shared/data/syncode-grammars")
     text = SYNCODE_PYTHON.read_text()
     vocab = get_vocab("smollm2")
-    grammar, compiled = _compiled(text, SynCodeIndenter(), "smollm2")
-    oracle = ContextualPostlexOracle(text, grammar, build_lexer(grammar).rank, vocab, SynCodeIndenter())
+    grammar, compiled = _compiled(text, _SynCodeIndenter(), "smollm2")
+    oracle = ContextualPostlexOracle(text, grammar, build_lexer(grammar).rank, vocab, _SynCodeIndenter())
     sampler = SentenceSampler(grammar, max_depth=8)
     rng = random.Random(4)
     checked = 0
