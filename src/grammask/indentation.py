@@ -178,14 +178,14 @@ class IndentRuntime:
         levels, depth, width)`` after it, or None if the lexer, the indenter or the parser rejects it. A contextual
         lexer's next mode is read off the stack each lexeme reaches."""
         lexer = self._lexer
-        trans, _, restart = lexer._lists
+        trans, accept, restart = lexer._lists
         parser_term, widths, bans = self._parser_term, self._widths, lexer.bans
         spec = self.spec
         for b in data:
             nxt = trans[lexstate][b]
             if nxt < 0:
-                term = lexer.accept[lexstate]
-                if term < 0 or b in bans[lexstate]:
+                term = accept[lexstate]
+                if term < 0 or (bans is not None and b in bans[lexstate]):
                     return None
                 item = spec.newline_id(width) if term == spec.newline_lexer else parser_term[term]
                 if item >= 0:

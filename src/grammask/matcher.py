@@ -437,7 +437,7 @@ class Matcher(TokenSteps):
             nxt = trans[lexstate][b]
             if nxt < 0:
                 term = accept[lexstate]
-                if term < 0 or b in bans[lexstate]:
+                if term < 0 or (bans is not None and b in bans[lexstate]):
                     return None
                 if parser_term[term] >= 0:
                     stack = feed(stack, int(parser_term[term]))

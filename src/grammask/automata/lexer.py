@@ -129,18 +129,20 @@ class LexerAutomaton:
         return self.trans.tolist(), self.accept.tolist(), self.restarts.tolist()
 
     @cached_property
-    def bans(self) -> list[frozenset[int]]:
-        """Per state, the next bytes (256: the end of input) before which its lexeme may not end (see ``ban``)."""
+    def bans(self) -> list[frozenset[int]] | None:
+        """Per state, the next bytes (256: the end of input) before which its lexeme may not end (see ``ban``); None
+        for a lexer without bans."""
         if self.ban is None:
-            return [frozenset()] * self.n_states
+            return None
         rows = [frozenset(np.flatnonzero(row).tolist()) for row in self.ban]
         return [rows[r] if r >= 0 else frozenset() for r in self.ban_row.tolist()]
 
     def ends_before(self, state: int, byte: int) -> int:
         """The terminal a lexeme ending in ``state`` is emitted as before ``byte`` (256: at the end of input), or
         -1 where it is incomplete or banned there."""
-        term = int(self.accept[state])
-        return -1 if term < 0 or byte in self.bans[state] else term
+        term = self._lists[1][state]
+        bans = self.bans
+        return -1 if term < 0 or (bans is not None and byte in bans[state]) else term
 
     def step(self, state: int, data: bytes) -> tuple[list[int], int] | None:
         """Lex ``data`` from ``state``: the terminals it completes (ignored ones included) and the state left.
@@ -148,13 +150,14 @@ class LexerAutomaton:
         Returns None if the bytes are rejected under the lexing rule. A contextual lexer's branches need the
         parser: this raises :class:`~grammask.errors.GrammarError` on reaching one (the matcher lexes those).
         """
-        trans, _, restart = self._lists
+        trans, accept, restart = self._lists
+        bans = self.bans
         emitted: list[int] = []
         for b in data:
             nxt = trans[state][b]
             if nxt < 0:
-                term = self.ends_before(state, b)
-                if term < 0:
+                term = accept[state]
+                if term < 0 or (bans is not None and b in bans[state]):
                     return None
                 if restart[state] == BRANCH:
                     raise GrammarError("internal error: a contextual lexer's branch lexed without the parser")
