@@ -26,6 +26,7 @@ import numpy as np
 
 from grammask.errors import GrammarError
 from grammask.spanner import (
+    NO_BREAK_YET,
     NO_NEWLINE,
     NewlineWidths,
     SequenceTable,
@@ -33,8 +34,10 @@ from grammask.spanner import (
     VocabTrie,
     copy_stored,
     intern,
+    next_width,
     report,
     store_subtree,
+    width_slot,
 )
 
 _DONE, _FULL, _OUT_FULL, _TOO_DEEP = 0, 1, 2, 3
@@ -347,7 +350,7 @@ def _walk(node_byte, node_parent, node_end, node_tok_ptr, trans, accept, restart
     n_out = 0
     node_state[0] = start
     node_seq[0] = 0
-    node_width[0] = 1  # width 0, relative to the line's width before the token
+    node_width[0] = 1  # width 0, relative to the line's width before the token (see grammask.spanner.next_width)
     recording = -1
     record_from = 0
     record_end = 0
@@ -370,14 +373,17 @@ def _walk(node_byte, node_parent, node_end, node_tok_ptr, trans, accept, restart
         state = node_state[up]
         seq = node_seq[up]
         b = node_byte[n]
+        width_before = node_width[up] if widths else 0
+        boundary = False  # whether a lexeme ends before this byte (on this node's option)
         if state >= 0:
             nxt = trans[state, b]
             if nxt < 0:
                 term = accept[state]
-                if term < 0 or _banned(state, b, ban_row, ban):
+                boundary = True
+                if term < 0 or _banned(state, b, ban_row, ban) or (term == ctx[0] and width_before == NO_BREAK_YET):
                     n = node_end[n]
                     continue
-                ended = _ended(term, node_width[up], ctx)
+                ended = _ended(term, width_before, ctx)
                 again = restart[state]
                 if again >= 0:
                     nxt = trans[again, b]
@@ -450,12 +456,17 @@ def _walk(node_byte, node_parent, node_end, node_tok_ptr, trans, accept, restart
                 nxt, seq = _settle(t, comps, seq, slots, parent, last, count, n_terms, capacity, p_term, p_comp,
                                    p_slots, a_term, a_mask, a_slots, counts, base, ctx, may, parser_term)
             elif ignored[group]:
+                boundary = True
                 for k in range(width):  # an ignored lexeme keeps each mode
                     if kinds[k] == group:
                         comps[k] = trans[restart[p_comp[p, k]], b]
                 nxt, seq = _settle(t, comps, seq, slots, parent, last, count, n_terms, capacity, p_term, p_comp,
                                    p_slots, a_term, a_mask, a_slots, counts, base, ctx, may, parser_term)
             else:
+                boundary = True
+                if group == ctx[0] and width_before == NO_BREAK_YET:
+                    n = node_end[n]
+                    continue
                 one = -1  # a state of the group: all its states restart alike after a non-ignored terminal
                 for k in range(width):
                     if kinds[k] == group:
@@ -468,7 +479,7 @@ def _walk(node_byte, node_parent, node_end, node_tok_ptr, trans, accept, restart
                     continue
                 if seq < 0:
                     return entries, seq_out, end_out, _FULL
-                ended = _ended(group, node_width[up], ctx)
+                ended = _ended(group, width_before, ctx)
                 again = restart[one]
                 if again >= 0:
                     nxt = trans[again, b]
@@ -486,8 +497,11 @@ def _walk(node_byte, node_parent, node_end, node_tok_ptr, trans, accept, restart
                 n = node_end[n]
                 continue
             return entries, seq_out, end_out, _FULL
+        width_here = next_width(NO_BREAK_YET if boundary else width_before, byte_width[b]) if widths else 0
         if up == 0 and nxt >= 0:  # a first-byte subtree: copy it if stored, record it on its second visit
             key = (seq * n_states + nxt) * n_nodes + n
+            if widths:
+                key = key * 1024 + width_slot(width_here)
             h = (key * 0x9E3779B97F4A7C15) & cache_mask
             while cache_keys[h] >= 0 and cache_keys[h] != key:
                 h = (h + 1) & cache_mask
@@ -506,9 +520,7 @@ def _walk(node_byte, node_parent, node_end, node_tok_ptr, trans, accept, restart
                 used[1] += 1
         node_state[n] = nxt
         node_seq[n] = seq
-        if widths:  # the width of the current line, by position: a newline's is read where it ends
-            step = byte_width[b]
-            node_width[n] = 0 if step < 0 else node_width[up] + 2 * step
+        node_width[n] = width_here
         n_tok = node_tok_ptr[n + 1] - node_tok_ptr[n]
         if n_tok:
             if nxt >= 0:

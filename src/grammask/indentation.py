@@ -187,7 +187,11 @@ class IndentRuntime:
                 term = accept[lexstate]
                 if term < 0 or (bans is not None and b in bans[lexstate]):
                     return None
-                item = spec.newline_id(width) if term == spec.newline_lexer else parser_term[term]
+                item = parser_term[term]
+                if term == spec.newline_lexer:
+                    if width == NO_BREAK and depth == 0:
+                        return None  # Lark's Indenter fails on a newline without a line break
+                    item = spec.newline_id(max(width, 0))
                 if item >= 0:
                     fed = self.feed(stack, levels, depth, item)
                     if fed is None:
@@ -245,7 +249,9 @@ class IndentRuntime:
             return None if stack is None else (stack, levels, depth)
         code, modes = divmod(item - spec.base - 1, spec.stride)
         if depth == 0:
-            fed = self._newline(stack, levels, code // 2 + (max(carry, 0) if code % 2 else 0), feed)
+            if code % 2 and carry == NO_BREAK:
+                return None  # the newline began before the token and has no line break: Lark's Indenter fails
+            fed = self._newline(stack, levels, code // 2 + (carry if code % 2 else 0), feed)
             if fed is None:
                 return None
             stack, levels = fed
