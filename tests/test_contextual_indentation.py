@@ -272,3 +272,19 @@ def test_syncode_python_masks_equal_oracle():
             continue
         checked += check_cuts(compiled, oracle, vocab, ids, sorted(rng.sample(range(len(ids) + 1), min(20, len(ids) + 1))))
     assert checked >= 1000
+
+
+@pytest.mark.parametrize("lexer", ["basic", "contextual"])
+@pytest.mark.parametrize(
+    "doc",
+    ["x = 1{c}\ny = 2\n", "x = 1{c}y = 2\n", "x = f(1{c}, 2)\n", "x = 1\n{c}y = 2\n", "if x:{c}pass\n", "{c}x = 1\n"],
+)
+def test_newline_without_a_line_break(doc, lexer):
+    """A newline lexeme with no line break (here a ``{...}`` comment, as SynCode's Python has its long strings) ending
+    before the next lexeme: Lark's Indenter fails on it, except inside brackets where it drops it unmeasured."""
+    text = BLOCKS.replace("| COMMENT)+", "| COMMENT | /\\{[^}]*\\}/)+")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        grammar = Grammar.from_lark(text, postlex=BlocksIndenter(), lexer=lexer)
+    compiled = Compiler(get_vocab("smollm2"), cache=False).compile(grammar)
+    assert _grammask_accepts(compiled, doc) == _lark_accepts(_lark(text, BlocksIndenter(), lexer), doc)
