@@ -65,6 +65,10 @@ class _IndentState:
         other.ind = copy.deepcopy(self.ind)
         return other
 
+    def key(self):
+        """What the indenter's future depends on: its levels and bracket depth."""
+        return tuple(self.ind.indent_level), self.ind.paren_level
+
     def run(self, tokens):
         for tok in self.ind._process(iter([*tokens, _Done("__DONE__", "")])):
             if isinstance(tok, _Done):
@@ -87,6 +91,10 @@ class _SemicolonState:
 
     def copy(self):
         return copy.copy(self)
+
+    def key(self):
+        """What the postlex's future depends on: the last token it passed on."""
+        return None if self.last is None else self.last.type
 
     def _replay(self, tokens):
         out = self.postlex.process(iter([*([self.last] if self.last is not None else []), *tokens]))

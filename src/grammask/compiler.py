@@ -126,7 +126,7 @@ class Compiler:
         t_front = time.perf_counter() - start
         trie = self.trie()
         t_trie = time.perf_counter() - start - t_front
-        masks, tables, phases = build_mask_tables(front, self.vocab, trie, deadline)
+        masks, tables, indent, phases = build_mask_tables(front, self.vocab, trie, deadline)
         stats = CompileStats(
             seconds=time.perf_counter() - start,
             lexer_states=lexer.n_states,
@@ -137,7 +137,7 @@ class Compiler:
             depends_classes=len(masks.dep_word_ptr) - 1,
             phases=dict(front=t_front, trie=t_trie, **phases),
         )
-        return Engine(lexer, tables, front.parser_term, masks, self.vocab, self._trie, front.indent), stats
+        return Engine(lexer, tables, front.parser_term, masks, self.vocab, self._trie, indent), stats
 
     def _decode(self, arrays: dict, meta: dict) -> tuple[Engine, CompileStats]:
         engine = Engine.from_arrays(arrays, meta, self.vocab, self._trie)

@@ -24,7 +24,7 @@ from grammask.spanner import VocabTrie
 from grammask.vocab import Vocabulary
 
 _LEXER_FIELDS = ("trans", "accept", "produce", "ignored")
-_LEXER_OPTIONAL = ("restart", "branch_ptr", "branch_start", "branch_mode", "lr_mode")
+_LEXER_OPTIONAL = ("restart", "branch_ptr", "branch_start", "branch_mode", "lr_mode", "ban_row", "ban")
 _TABLE_ARRAYS = ("action", "goto", "rule_lhs", "rule_len", "rule_rhs")
 
 
@@ -166,22 +166,25 @@ class MatcherView:
             found = self._python[q] = [(*self.class_python(c), d) for c, d in zip(classes.tolist(), deps.tolist())]
         return found
 
-    def context_groups(self, q: int, base: int) -> list[tuple[int, np.ndarray, np.ndarray, np.ndarray]]:
+    def context_groups(self, q: int, base: int, stride: int,
+                       ) -> list[tuple[int, np.ndarray, np.ndarray, np.ndarray, np.ndarray]]:
         """Lexer state ``q``'s classes whose sequence starts with a context terminal (an id >= ``base``), grouped by
-        it: (that id, the classes' local indices, their class numbers, the common prefixes of their tails)."""
+        it without its modes (see :mod:`grammask.indentation`; ``stride`` ids per width): (that id, the classes' local
+        indices, their class numbers, the common prefixes of their tails, each one's modes ``k``)."""
         found = self._groups.get(q)
         if found is None:
             classes, lcp, _ = self.state_classes[q]
             groups: dict[int, list[int]] = {}
             for k, (seq, _, _) in enumerate(self.state_python(q)):
                 if seq and seq[0] >= base:
-                    groups.setdefault(seq[0], []).append(k)
+                    groups.setdefault(seq[0] - (seq[0] - base - 1) % stride, []).append(k)
             found = []
             for first, members in groups.items():
                 local = np.array(members, dtype=np.int64)
                 tail_lcp = np.maximum(lcp[local].astype(np.int64) - 1, 0)
+                firsts = np.array([self.state_python(q)[k][0][0] for k in members], dtype=np.int64)
                 tail_lcp[0] = 0
-                found.append((first, local, classes[local], tail_lcp))
+                found.append((first, local, classes[local], tail_lcp, firsts - first))
             self._groups[q] = found
         return found
 

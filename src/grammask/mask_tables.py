@@ -48,7 +48,7 @@ if TYPE_CHECKING:
     from grammask.errors import Deadline
     from grammask.vocab import Vocabulary
 
-FORMAT_VERSION = 2
+FORMAT_VERSION = 3
 
 
 @dataclass(frozen=True)
@@ -127,32 +127,23 @@ def build_front(grammar: Grammar, deadline: Deadline | None = None) -> Front:
 
     Raises what :func:`~grammask.automata.lexer.build_lexer`, :func:`~grammask.parser.tables.build_parse_tables`
     and :meth:`~grammask.indentation.IndentSpec.build` raise (a passed ``deadline`` included; None: no limit), and
-    :class:`~grammask.errors.ConfigurationError` for the contextual lexer with a postlex where it lexes otherwise
-    than the basic one.
+    :class:`~grammask.errors.ConfigurationError` for the contextual lexer with semicolon insertion where it lexes
+    otherwise than the basic one.
     """
     lexer = build_lexer(grammar, deadline)
     _warn_unlexable(grammar, lexer)
     names, mapping = parser_terminal_map(grammar, lexer)
     tables = build_parse_tables(grammar, names, deadline)
     state_modes = None
-    if grammar.lexer == "contextual":
-        postlex = grammar.indentation is not None or grammar.semicolons is not None
-        refusal = (f"grammar {grammar.name!r}: the contextual lexer lexes it otherwise than the basic one, and "
-                   f"grammask runs a postlex (indentation, semicolons) only with the basic lexer so far; pass "
-                   f"lexer='basic'")
-        try:
-            made = _contextual(lexer, tables, mapping, deadline)
-        except UnsupportedRegexError as e:
-            if postlex:
-                raise ConfigurationError(f"{refusal} (and under it: {e})") from e
-            raise
+    if grammar.lexer == "contextual" and grammar.semicolons is not None:
+        _refuse_semicolons(grammar, tables, mapping, deadline)
+    elif grammar.lexer == "contextual":
+        made = _contextual(grammar, lexer, tables, mapping, deadline)
         if made is not None:
-            if postlex:
-                raise ConfigurationError(refusal)
             lexer, state_modes = made
     indent = None
     if grammar.indentation is not None:
-        indent = IndentSpec.build(grammar.indentation, lexer, names)
+        indent = IndentSpec.build(grammar.indentation, lexer, names, MAX_ALIASES if lexer.contextual else 0)
         mapping = indent.lexer_terminal_map(mapping)
     return Front(lexer, tables, mapping, indent, state_modes)
 
@@ -168,9 +159,28 @@ def _warn_unlexable(grammar: Grammar, lexer: LexerAutomaton) -> None:
             f"matches, another terminal wins it ({rule}), so the rules that use them never match", stacklevel=3)
 
 
-def _contextual(lexer: LexerAutomaton, tables: ParseTables, mapping: np.ndarray, deadline: Deadline | None,
-                ) -> tuple[LexerAutomaton, np.ndarray] | None:
-    """The contextual lexer for these tables (None where it lexes as the basic one)."""
+def _refuse_semicolons(grammar: Grammar, tables: ParseTables, mapping: np.ndarray, deadline: Deadline | None) -> None:
+    """Raise :class:`~grammask.errors.ConfigurationError` where the contextual lexer lexes a grammar with semicolon
+    insertion otherwise than the basic one (its modes are not combined with the lexer's armed and unarmed ones)."""
+    plain = build_lexer(dataclasses.replace(grammar, semicolons=None), deadline)
+    refusal = (f"grammar {grammar.name!r}: the contextual lexer lexes it otherwise than the basic one, and grammask "
+               f"runs semicolon insertion only with the basic lexer so far; pass lexer='basic'")
+    try:
+        made = _contextual(grammar, plain, tables, mapping[: len(plain.terminals)], deadline)
+    except UnsupportedRegexError as e:
+        raise ConfigurationError(f"{refusal} (and under it: {e})") from e
+    if made is not None:
+        raise ConfigurationError(refusal)
+
+
+def _contextual(grammar: Grammar, lexer: LexerAutomaton, tables: ParseTables, mapping: np.ndarray,
+                deadline: Deadline | None) -> tuple[LexerAutomaton, np.ndarray] | None:
+    """The contextual lexer for these tables (None where it lexes as the basic one).
+
+    As Lark's, every state's lexer also has the postlex's ``always_accept`` terminals: the indenter's newline, and
+    terminals no rule uses (kept only for a postlex). The next lexeme after a newline starts in the mode of the
+    state its indents and dedents reach (or, inside brackets, where it is dropped, of any state).
+    """
     columns = np.maximum(mapping, 0)
     actions = tables.action[:, columns]
     accepts = (actions != ERROR) & (mapping >= 0)[None, :]
@@ -181,15 +191,30 @@ def _contextual(lexer: LexerAutomaton, tables: ParseTables, mapping: np.ndarray,
     on_top[tables.start_state] = True
     targets = [np.unique(actions[:, t][actions[:, t] >= 0]) if mapping[t] >= 0 else np.zeros(0, dtype=np.int32)
                for t in range(len(mapping))]
+    rules = grammar.indentation
+    if rules is not None or grammar.semicolons is not None:
+        accepts |= (mapping >= 0)[None, :] & ~accepts.any(axis=0)[None, :]
+    if grammar.semicolons is not None:
+        accepts[:, [lexer.terminals.index(n) for n in grammar.semicolons.newlines]] = True
+    if rules is not None:
+        newline = lexer.terminals.index(rules.newline)
+        accepts[:, newline] = True
+        if rules.open_brackets:
+            targets[newline] = np.flatnonzero(on_top)
+        else:
+            columns = [tables.terminals.index(n) for n in (rules.newline, rules.indent, rules.dedent)]
+            moved = tables.action[:, columns]
+            targets[newline] = np.unique(moved[moved >= 0])
     return contextual_lexer(lexer, accepts, on_top, targets, tables.start_state, deadline)
 
 
 def build_mask_tables(front: Front, vocab: Vocabulary, trie: VocabTrie, deadline: Deadline | None = None,
-                      ) -> tuple[MaskTables, ParseTables, dict]:
+                      ) -> tuple[MaskTables, ParseTables, IndentSpec | None, dict]:
     """Walk the vocabulary from every reachable lexer state and split its classes into ALWAYS / DEPENDS per LR state.
 
     Returns the mask tables, the parse tables the masks read (the front's, with a contextual lexer's alias
-    columns appended: :mod:`grammask.contextual_walk`) and the phases' timings.
+    columns appended: :mod:`grammask.contextual_walk`), the indentation rules they are read with (the front's,
+    with aliases of brackets counted as brackets) and the phases' timings.
 
     Classes holding a context terminal (indentation's newline) are always DEPENDS: the matcher decides
     them with the indentation it tracks. Raises :class:`~grammask.errors.CompileTimeoutError` once
@@ -211,13 +236,15 @@ def build_mask_tables(front: Front, vocab: Vocabulary, trie: VocabTrie, deadline
     n_terms = int(parser_term.max(initial=-1)) + 2
     if indent is not None:
         widths = byte_widths(indent.tab_len)
-        newline = NewlineWidths(indent.newline_lexer, indent.base, widths)
+        newline = NewlineWidths(indent.newline_lexer, indent.base, widths, indent.stride)
         n_terms = indent.max_id(_max_token_width(vocab, widths)) + 1
     sup = None
     if lexer.contextual:
         options = np.diff(lexer.branch_ptr)
         sup = Superpositions(int(options.max(initial=0)), tables.action.shape[1])
-        n_terms = sup.base + MAX_ALIASES
+        n_terms = max(n_terms, sup.base + MAX_ALIASES)
+        bans = None if lexer.ban is None else (lexer.ban_row, lexer.ban)
+        may = _may_follow(tables, lexer, parser_term, int(options.max(initial=0)))
     seqs = SequenceTable(n_terms)
     walks: dict[int, StateClasses] = {}
     work = TrieWalk(trie)
@@ -234,7 +261,7 @@ def build_mask_tables(front: Front, vocab: Vocabulary, trie: VocabTrie, deadline
         else:
             entries, seq, ends = walk_contextual(trie, lexer.trans, lexer.accept, lexer.restart, lexer.ignored,
                                                  parser_term, lexer.branch_ptr, lexer.branch_start, q, seqs, sup,
-                                                 work)
+                                                 work, may, newline, bans)
         if slots is None or len(slots) < len(seqs) * n_follow:
             slots = np.full(2 * len(seqs) * n_follow, -1, dtype=np.int32)
         walks[q], fresh = group_walk(trie.token_ids[entries], seq, ends, state_follow, n_follow, slots, queued)
@@ -245,7 +272,9 @@ def build_mask_tables(front: Front, vocab: Vocabulary, trie: VocabTrie, deadline
         classes.rerank(walk)
     timings["walk"] = time.perf_counter() - clock
     if sup is not None:
-        tables = _with_alias_columns(tables, lexer, parser_term, sup.aliases)
+        tables = _with_alias_columns(tables, lexer, parser_term, sup.aliases, indent)
+        if indent is not None:
+            indent = indent.with_alias_brackets(sup.aliases, parser_term)
     lr = (tables.action, tables.goto, tables.rule_len, tables.rule_lhs)
 
     # 2. Per LR state p, the verdict of every class with p on top of an unknown stack.
@@ -364,7 +393,7 @@ def build_mask_tables(front: Front, vocab: Vocabulary, trie: VocabTrie, deadline
         follow_any=follow_any,
         state_follow=state_follow.astype(np.int32),
     )
-    return result, tables, timings
+    return result, tables, indent, timings
 
 
 # Classes with at least this many tokens get the branching analysis when the one-state check
@@ -384,18 +413,45 @@ def _refine(lr, exposed, n_states: int, p: int, ranks: np.ndarray, class_arrays,
 
 
 def _with_alias_columns(tables: ParseTables, lexer: LexerAutomaton, parser_term: np.ndarray,
-                        aliases: list[tuple[int, int]]) -> ParseTables:
+                        aliases: list[tuple[int, int]], indent: IndentSpec | None) -> ParseTables:
     """The parse tables with a column per alias (terminal, bit set over its branch options), after the others:
-    the terminal's actions, with the shifts into states of the other options' modes removed."""
+    the terminal's actions, with the shifts into states of the other options' modes removed. An alias of the
+    indenter's newline gets its *mode column* instead (see :mod:`grammask.indentation`): 0 in the LR states of its
+    modes, an error elsewhere; it is never fed."""
     action = tables.action
     extra = np.empty((action.shape[0], len(aliases)), dtype=action.dtype)
     for k, (t, bits) in enumerate(aliases):
         lo, hi = int(lexer.branch_ptr[t]), int(lexer.branch_ptr[t + 1])
         modes = [int(m) for i, m in enumerate(lexer.branch_mode[lo:hi].tolist()) if bits >> i & 1]
+        if indent is not None and t == indent.newline_lexer:
+            extra[:, k] = np.where(np.isin(lexer.lr_mode, modes), 0, ERROR)
+            continue
         col = action[:, parser_term[t]]
         into = lexer.lr_mode[np.maximum(col, 0)]
         extra[:, k] = np.where((col >= 0) & ~np.isin(into, modes), ERROR, col)
     return dataclasses.replace(tables, action=np.hstack([action, extra]))
+
+
+def _may_follow(tables: ParseTables, lexer: LexerAutomaton, parser_term: np.ndarray, n_options: int,
+                ) -> tuple[np.ndarray, np.ndarray]:
+    """Which parser terminal may be accepted right after a sequence item (see :func:`walk_contextual`): per parser
+    terminal, and per lexer terminal and branch option (its shifts into that option's mode only)."""
+    action = tables.action
+    n_columns = action.shape[1]
+    live = action != ERROR
+    plain = np.zeros((n_columns, n_columns), dtype=np.bool_)
+    for x in range(tables.end):
+        targets = np.unique(action[:, x][action[:, x] >= 0])
+        plain[x] = live[targets].any(axis=0)
+    by_option = np.zeros((len(lexer.terminals), max(n_options, 1), n_columns), dtype=np.bool_)
+    for t, options in enumerate(lexer.branch_options):
+        if not 0 <= parser_term[t] < n_columns:
+            continue  # ignored, or the indenter's newline (context ids always pass)
+        col = action[:, parser_term[t]]
+        for k, mode in enumerate(options):
+            targets = np.unique(col[(col >= 0) & (lexer.lr_mode[np.maximum(col, 0)] == mode)])
+            by_option[t, k] = live[targets].any(axis=0)
+    return plain, by_option
 
 
 def _armed_tops(lexer: LexerAutomaton, tables: ParseTables, parser_term: np.ndarray) -> np.ndarray | None:

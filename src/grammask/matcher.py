@@ -301,13 +301,19 @@ class Matcher(TokenSteps):
         todo = np.zeros(len(classes), dtype=bool)
         todo[unknown] = True
         taken = []
-        for first, local, ranks, tail_lcp in rt.context_groups(self._lexstate, self._indenter.spec.base):
+        spec = self._indenter.spec
+        for first, local, ranks, tail_lcp, modes in rt.context_groups(self._lexstate, spec.base, spec.stride):
             if not todo[local].any():
                 continue
             todo[local] = False
             fed = check.step(first)
             if fed is None:
                 continue
+            if spec.stride > 1:  # the classes whose next lexeme's modes hold the state on top
+                keep = self._indenter.mode_ok(fed[0][0], modes)
+                if not keep.any():
+                    continue
+                local, ranks, tail_lcp = local[keep], ranks[keep], _kept_lcp(tail_lcp, np.flatnonzero(keep))
             verdicts = np.empty(len(local), dtype=np.int8)
             check_class_tails(*rt.lr, _top_states(fed[0], _STACK_VIEW), ranks, tail_lcp, *rt.class_tables, verdicts)
             for k, v in zip(local.tolist(), verdicts.tolist(), strict=True):
@@ -382,15 +388,13 @@ class Matcher(TokenSteps):
         """The (lexer state, stack, indentation context) after ``data``, or None if no sentence can follow it."""
         indenter = self._indenter
         if indenter is not None:
-            levels, depth, width = post
-            lexed = indenter.lex(lexstate, width, data)
-            if lexed is None:
+            read = indenter.read(lexstate, stack, *post, data)
+            if read is None:
                 return None
-            items, lexstate, width = lexed
-            fed = indenter.feed_all(stack, levels, depth, items)
-            if fed is None or not self._follow_ok(fed[0], fed[1:], self._rt.state_follow[lexstate]):
+            lexstate, stack, levels, depth, width = read
+            if not self._follow_ok(stack, (levels, depth), self._rt.state_follow[lexstate]):
                 return None
-            return lexstate, fed[0], (fed[1], fed[2], width)
+            return lexstate, stack, (levels, depth, width)
         if self._lexer.contextual:
             lexed = self._lex_contextual(lexstate, stack, data)
             if lexed is None:
@@ -426,13 +430,14 @@ class Matcher(TokenSteps):
         after it, or None if rejected."""
         lexer = self._lexer
         trans, accept, restart = lexer._lists
+        bans = lexer.bans
         parser_term = self.compiled._engine.parser_term
         feed = self._runner.feed
         for b in data:
             nxt = trans[lexstate][b]
             if nxt < 0:
                 term = accept[lexstate]
-                if term < 0:
+                if term < 0 or (bans is not None and b in bans[lexstate]):
                     return None
                 if parser_term[term] >= 0:
                     stack = feed(stack, int(parser_term[term]))
@@ -537,6 +542,14 @@ class Matcher(TokenSteps):
     def reset(self) -> None:
         """Back to the start of a document."""
         self.rollback(len(self._history))
+
+
+def _kept_lcp(lcp: np.ndarray, kept: np.ndarray) -> np.ndarray:
+    """The common prefixes between consecutive sequences of a list (``lcp[i]``: with the one before) once only the
+    ones at sorted indices ``kept`` remain: the least over the stretch each skips."""
+    out = np.minimum.reduceat(lcp[: kept[-1] + 1], np.concatenate([[0], kept[:-1] + 1]))
+    out[0] = 0
+    return out
 
 
 def _top_states(stack, limit: int) -> np.ndarray:

@@ -205,15 +205,17 @@ class NewlineWidths:
     """How a walk writes the indentation's newline terminal (see :mod:`grammask.indentation`).
 
     ``terminal`` is the newline's lexer terminal, ``base`` the first context id, ``byte_width`` what
-    each byte adds to the current line's width (-1: a line break).
+    each byte adds to the current line's width (-1: a line break), ``stride`` the ids per width code (1 but under
+    a contextual lexer, whose walk writes the modes in between).
     """
 
     terminal: int
     base: int
     byte_width: np.ndarray
+    stride: int = 1
 
 
-_NO_NEWLINE = NewlineWidths(-1, 0, np.zeros(256, dtype=np.int32))
+NO_NEWLINE = NewlineWidths(-1, 0, np.zeros(256, dtype=np.int32))
 
 
 def walk_alive(
@@ -231,7 +233,7 @@ def walk_alive(
     lexeme starts from after one ending in ``q`` (None: always 0; see ``LexerAutomaton.restart``).
     """
     work = work or TrieWalk(trie)
-    newline = newline or _NO_NEWLINE
+    newline = newline or NO_NEWLINE
     if restart is None:
         restart = np.zeros(trans.shape[0], dtype=np.int32)
     while True:
@@ -265,6 +267,28 @@ def intern(seq, pt, slots, parent, last, count, n_terms, capacity):
     last[found] = pt
     count[0] = found + 1
     return found
+
+
+NO_BREAK_YET = -2
+"""A walk's width code inside a lexeme that began in the token and has no line break yet: a newline lexeme ending
+so is rejected (Lark's ``Indenter`` measures the text after its last line break, and fails without one)."""
+
+
+@nb.njit(cache=True, inline="always")
+def next_width(width, step):
+    """The width code after a byte adding ``step`` (-1: a line break): ``2 * w`` for a line ``w`` wide since a line
+    break in the token, ``2 * w + 1`` for ``w`` more than before the token, :data:`NO_BREAK_YET` kept."""
+    if step < 0:
+        return np.int64(0)
+    return width if width == NO_BREAK_YET else width + 2 * step
+
+
+@nb.njit(cache=True, inline="always")
+def width_slot(width):
+    """A width code folded into 1,024 slots for a cache key (wide lines share one)."""
+    if width == NO_BREAK_YET:
+        return np.int64(0)
+    return 1 + (width & 1) + 2 * min(width >> 1, 510)
 
 
 @nb.njit(cache=True, inline="always")
@@ -331,23 +355,22 @@ def _walk(node_byte, node_parent, node_end, node_tok_ptr, trans, accept, parser_
         if nxt < 0:
             term = accept[state]
             nxt = trans[restart[state], b]
-            if term < 0 or nxt < 0:
+            if term < 0 or nxt < 0 or (term == nl_term and width == NO_BREAK_YET):
                 n = node_end[n]  # this prefix is rejected, and so is every token below it
                 continue
             pt = parser_term[term]
             if term == nl_term:
                 pt = nl_base + 1 + width  # the context id of grammask.indentation
-            width = 0
+            width = NO_BREAK_YET
             if pt >= 0:
                 seq = intern(seq, pt, slots, parent, last, count, n_terms, capacity)
                 if seq < 0:
                     return entries, seq_out, end_out, True
-        step = byte_width[b]
-        width = 0 if step < 0 else width + 2 * step
+        width = next_width(width, byte_width[b])
         if up == 0:  # a first-byte subtree: copy it if stored, record it on its second visit
             key = (seq * n_states + nxt) * n_nodes + n
             if nl_term >= 0:
-                key = (key * 2 + (width & 1)) * 512 + min(width >> 1, 511)
+                key = key * 1024 + width_slot(width)
             h = (key * 0x9E3779B97F4A7C15) & cache_mask
             while cache_keys[h] >= 0 and cache_keys[h] != key:
                 h = (h + 1) & cache_mask

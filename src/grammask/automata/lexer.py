@@ -69,6 +69,10 @@ class LexerAutomaton:
     ending in ``q`` with terminal ``t`` starts in the mode of the LR state the parser reaches: one of
     ``branch_mode[branch_ptr[t]:branch_ptr[t+1]]``, from the matching ``branch_start``.
 
+    A contextual lexer's mode may also *ban* a lexeme before some next bytes (its terminal's trailing context
+    forbids them and no kept terminal extends it there): ``ban_row[q]`` (-1: none) is the row of ``ban`` (257
+    columns, the last one the end of input) listing them; see :meth:`ends_before`.
+
     ``matches`` (each state's set of terminals whose language holds the lexeme, as a bool row), ``rank``
     (each terminal's place in the winner order) and ``trailing`` (terminals with trailing context) serve
     building a contextual lexer; a lexer loaded from the cache has them as None.
@@ -86,6 +90,8 @@ class LexerAutomaton:
     branch_start: np.ndarray | None = None
     branch_mode: np.ndarray | None = None
     lr_mode: np.ndarray | None = None
+    ban_row: np.ndarray | None = None
+    ban: np.ndarray | None = None
     matches: np.ndarray | None = field(default=None, compare=False, repr=False)
     rank: np.ndarray | None = field(default=None, compare=False, repr=False)
     trailing: tuple[tuple[int, TrailingContext], ...] = field(default=(), compare=False, repr=False)
@@ -123,6 +129,22 @@ class LexerAutomaton:
     def _lists(self) -> tuple[list[list[int]], list[int], list[int]]:
         return self.trans.tolist(), self.accept.tolist(), self.restarts.tolist()
 
+    @cached_property
+    def bans(self) -> list[frozenset[int]] | None:
+        """Per state, the next bytes (256: the end of input) before which its lexeme may not end (see ``ban``); None
+        for a lexer without bans."""
+        if self.ban is None:
+            return None
+        rows = [frozenset(np.flatnonzero(row).tolist()) for row in self.ban]
+        return [rows[r] if r >= 0 else frozenset() for r in self.ban_row.tolist()]
+
+    def ends_before(self, state: int, byte: int) -> int:
+        """The terminal a lexeme ending in ``state`` is emitted as before ``byte`` (256: at the end of input), or
+        -1 where it is incomplete or banned there."""
+        term = self._lists[1][state]
+        bans = self.bans
+        return -1 if term < 0 or (bans is not None and byte in bans[state]) else term
+
     def step(self, state: int, data: bytes) -> tuple[list[int], int] | None:
         """Lex ``data`` from ``state``: the terminals it completes (ignored ones included) and the state left.
 
@@ -130,12 +152,13 @@ class LexerAutomaton:
         parser: this raises :class:`~grammask.errors.GrammarError` on reaching one (the matcher lexes those).
         """
         trans, accept, restart = self._lists
+        bans = self.bans
         emitted: list[int] = []
         for b in data:
             nxt = trans[state][b]
             if nxt < 0:
                 term = accept[state]
-                if term < 0:
+                if term < 0 or (bans is not None and b in bans[state]):
                     return None
                 if restart[state] == BRANCH:
                     raise GrammarError("internal error: a contextual lexer's branch lexed without the parser")
@@ -150,7 +173,7 @@ class LexerAutomaton:
         """The terminals emitted at end of input from ``state`` ([] from the initial state), None if incomplete."""
         if state == 0:
             return []
-        term = int(self.accept[state])
+        term = self.ends_before(state, 256)
         if term < 0:
             return None
         if self.end_terminal >= 0 and self.restarts[state] != 0:
@@ -258,18 +281,15 @@ def _detach_start(trans: np.ndarray) -> np.ndarray:
     return np.vstack([trans, trans[0]])
 
 
-def check_trailing_context(
-    trans: np.ndarray, accept: np.ndarray, terminal: int, context: TrailingContext, name: str,
-    starts: tuple[int, ...] = (0,),
-) -> None:
+def check_trailing_context(trans: np.ndarray, accept: np.ndarray, terminal: int, context: TrailingContext, name: str,
+                           ) -> None:
     """Raise :class:`UnsupportedRegexError` if the lexer could emit ``terminal`` before a byte (or at
     the end of input) its trailing context forbids.
 
-    Walks the lexer DFA and the terminal's own DFA side by side from the empty lexeme (``starts``: the
-    states lexemes start from; a byte that starts a lexeme from any of them counts).
+    Walks the lexer DFA and the terminal's own DFA side by side from the empty lexeme.
     """
-    starts_lexeme = (trans[list(starts)] >= 0).any(axis=0)
-    parent: dict[tuple[int, int], tuple[tuple[int, int], int] | None] = {(s, 0): None for s in starts}
+    starts_lexeme = trans[0] >= 0
+    parent: dict[tuple[int, int], tuple[tuple[int, int], int] | None] = {(0, 0): None}
     todo = list(parent)
     while todo:
         q, t = pair = todo.pop()
