@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, NamedTuple
 import numpy as np
 
 from grammask.automata.contextual import contextual_lexer
+from grammask.automata.counted import CountTables
 from grammask.automata.lexer import LexerAutomaton, build_lexer
 from grammask.bitmask import bitmask_words
 from grammask.classes import ClassTable, ClassTokens, StateClasses, group_walk
@@ -47,7 +48,7 @@ if TYPE_CHECKING:
     from grammask.errors import Deadline
     from grammask.vocab import Vocabulary
 
-FORMAT_VERSION = 2
+FORMAT_VERSION = 3
 
 
 @dataclass(frozen=True)
@@ -127,12 +128,14 @@ def build_front(grammar: Grammar, deadline: Deadline | None = None) -> Front:
     Raises what :func:`~grammask.automata.lexer.build_lexer`, :func:`~grammask.parser.tables.build_parse_tables`
     and :meth:`~grammask.indentation.IndentSpec.build` raise (a passed ``deadline`` included; None: no limit), and
     :class:`~grammask.errors.ConfigurationError` for the contextual lexer with a postlex where it lexes otherwise
-    than the basic one.
+    than the basic one, or with counted terminals.
     """
     lexer = build_lexer(grammar, deadline)
     names, mapping = parser_terminal_map(grammar, lexer)
     tables = build_parse_tables(grammar, names, deadline)
     state_modes = None
+    if grammar.lexer == "contextual" and lexer.counter is not None:
+        raise ConfigurationError(f"grammar {grammar.name!r}: counted terminals (length bounds) need lexer='basic'")
     if grammar.lexer == "contextual":
         postlex = grammar.indentation is not None or grammar.semicolons is not None
         refusal = (f"grammar {grammar.name!r}: the contextual lexer lexes it otherwise than the basic one, and "
@@ -217,7 +220,7 @@ def build_mask_tables(front: Front, vocab: Vocabulary, trie: VocabTrie, deadline
         q = queue.pop()
         if sup is None:
             entries, seq, ends = walk_alive(trie, lexer.trans, lexer.accept, parser_term, q, seqs, work, newline,
-                                            lexer.restart)
+                                            lexer.restart, lexer.counter)
         else:
             entries, seq, ends = walk_contextual(trie, lexer.trans, lexer.accept, lexer.restart, lexer.ignored,
                                                  parser_term, lexer.branch_ptr, lexer.branch_start, q, seqs, sup,
@@ -226,6 +229,8 @@ def build_mask_tables(front: Front, vocab: Vocabulary, trie: VocabTrie, deadline
             slots = np.full(2 * len(seqs) * n_follow, -1, dtype=np.int32)
         walks[q], fresh = group_walk(trie.token_ids[entries], seq, ends, state_follow, n_follow, slots, queued)
         queue.extend(fresh.tolist())
+        if lexer.counter is not None:  # a pending lexeme's count may take it to its state's copies in later levels
+            queue.extend(_later_levels(lexer.counter, fresh, queued))
     classes = ClassTable(np.concatenate([w.classes for w in walks.values()]), seqs, n_follow)
     class_arrays = (classes.seq_ptr, classes.seq_terms, classes.follow, follow_ptr, follow_terms, follow_any)
     for walk in walks.values():
@@ -383,6 +388,17 @@ def _with_alias_columns(tables: ParseTables, lexer: LexerAutomaton, parser_term:
         into = lexer.lr_mode[np.maximum(col, 0)]
         extra[:, k] = np.where((col >= 0) & ~np.isin(into, modes), ERROR, col)
     return dataclasses.replace(tables, action=np.hstack([action, extra]))
+
+
+def _later_levels(counter: CountTables, states: np.ndarray, queued: np.ndarray) -> list[int]:
+    """The copies in later levels of ``states`` not queued yet (marked queued now)."""
+    out = []
+    for q in states.tolist():
+        for copy in counter.copies(q)[1:]:
+            if not queued[copy]:
+                queued[copy] = True
+                out.append(copy)
+    return out
 
 
 def _armed_tops(lexer: LexerAutomaton, tables: ParseTables, parser_term: np.ndarray) -> np.ndarray | None:

@@ -272,6 +272,42 @@ def without_empty(node: Node) -> Node:
     return concat(body, repeat(node.node, 0, None if node.max is None else node.max - 1))
 
 
+def fixed_width(node: Node) -> int | None:
+    """The length of every string of the language, if they all have one length (None otherwise)."""
+    if isinstance(node, Chars):
+        return 1
+    if isinstance(node, Concat):
+        widths = [fixed_width(p) for p in node.parts]
+        return None if None in widths else sum(widths)
+    if isinstance(node, Alt):
+        widths = {fixed_width(o) for o in node.options}
+        return widths.pop() if len(widths) == 1 else None
+    if isinstance(node, Repeat) and node.min == node.max:
+        width = fixed_width(node.node)
+        return None if width is None else width * node.min
+    return None
+
+
+def split_count(node: Node) -> tuple[Node, int, int | None] | None:
+    """``node`` as a language without its counted repeat and a bound on the whole length, where it is fixed-length
+    parts around one repeat of single characters (``ab[0-9]{3,1000}c``: ``ab[0-9]*c`` of length 6 to 1003).
+
+    None for any other shape (two repeats, a repeat of longer strings, parts of varying length).
+    """
+    parts = node.parts if isinstance(node, Concat) else (node,)
+    counted = [i for i, p in enumerate(parts) if isinstance(p, Repeat) and isinstance(p.node, Chars) and p.min != p.max]
+    if len(counted) != 1:
+        return None
+    widths = [fixed_width(p) for i, p in enumerate(parts) if i != counted[0]]
+    if None in widths:
+        return None
+    i = counted[0]
+    rep = parts[i]
+    relaxed = concat(*parts[:i], Repeat(rep.node, 0, None), *parts[i + 1 :])
+    fixed = sum(widths)
+    return relaxed, rep.min + fixed, None if rep.max is None else rep.max + fixed
+
+
 # --- rendering -------------------------------------------------------------------------------
 
 _CLASS_SPECIAL = set("\\]^-[")
