@@ -31,10 +31,12 @@ from __future__ import annotations
 
 from collections import deque
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import TYPE_CHECKING
 
 import numpy as np
 
+from grammask.automata.patterns import regex_to_dfa
 from grammask.errors import NO_DEADLINE, Deadline, GrammarError
 
 if TYPE_CHECKING:
@@ -182,6 +184,17 @@ def check_free(trans: np.ndarray, accepting: np.ndarray, unit: str, name: str) -
             f"terminal {name}: its length cannot be counted beside the lexer state (some of its lexemes can grow only "
             f"by some numbers of units); the front end should have unrolled its bound"
         )
+
+
+@lru_cache(maxsize=256)
+def free_pattern(pattern: str, flags: str, unit: str) -> bool:
+    """Whether a terminal's pattern is free for counting in ``unit`` (:func:`check_free`; remembered)."""
+    own = regex_to_dfa(pattern, flags)
+    try:
+        check_free(own.trans, np.array([bool(tags) for tags in own.accepts], dtype=bool), unit, "")
+    except GrammarError:
+        return False
+    return True
 
 
 def is_free(trans: np.ndarray, raw: np.ndarray, accepting: np.ndarray) -> bool:

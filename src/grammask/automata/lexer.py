@@ -32,7 +32,7 @@ from functools import cached_property, lru_cache
 
 import numpy as np
 
-from grammask.automata.counted import CountTables, add_levels, check_free
+from grammask.automata.counted import CountTables, add_levels, check_free, free_pattern
 from grammask.automata.dfa import build_dfa
 from grammask.automata.patterns import compile_regex, regex_to_dfa
 from grammask.automata.regex import TrailingContext
@@ -252,23 +252,12 @@ def _with_counts(grammar: Grammar, trans: np.ndarray, matches: np.ndarray, rank:
             f"a postlex or a lookahead past the lexeme yet"
         )
     for t in terminals:
-        if t.count is not None and not _free(t.pattern, t.flags, t.count.unit):
+        if t.count is not None and not free_pattern(t.pattern, t.flags, t.count.unit):
             deadline.check("the counted terminals' levels")
             own = regex_to_dfa(t.pattern, t.flags, t.name)
             check_free(own.trans, np.array([bool(tags) for tags in own.accepts], dtype=bool), t.count.unit, t.name)
     return add_levels(trans, matches, rank, [t.count for t in terminals], reach_union(trans, matches, deadline),
                       deadline)
-
-
-@lru_cache(maxsize=256)
-def _free(pattern: str, flags: str, unit: str) -> bool:
-    """Whether a counted terminal's pattern is free for counting (:func:`~grammask.automata.counted.check_free`)."""
-    own = regex_to_dfa(pattern, flags)
-    try:
-        check_free(own.trans, np.array([bool(tags) for tags in own.accepts], dtype=bool), unit, "")
-    except GrammarError:
-        return False
-    return True
 
 
 def _with_semicolons(lexer: LexerAutomaton, rules: Semicolons) -> LexerAutomaton:

@@ -8,7 +8,7 @@ import numpy as np
 from grammask.automata.counted import is_free
 from grammask.grammar.json_schema.automaton import CharDFA
 
-UNROLL_ABOVE = 512
+UNROLL_ABOVE = 128
 """The most character automaton states a bound is unrolled into where it cannot be counted (larger: refused)."""
 _MAX_PERIOD_STEPS = 1 << 16
 

@@ -258,7 +258,7 @@ class StringSet:
             if self.relaxed().is_subset(other.relaxed()) and len(outside) <= 1:
                 return self.relaxed().cut(*outside[0]) if outside else StringSet("empty")
             lo, hi = other.bounds
-            other = other.relaxed().intersect(_unrolled_length(lo, hi))
+            other = other.relaxed().intersect(_unrolled_length(lo, hi, other.relaxed().dfa.n_states))
         if self.kind == "all":
             base = StringSet._from_dfa(product(self.relaxed().dfa, other.dfa, "minus"))
         else:
@@ -347,13 +347,13 @@ def _within(dfa: CharDFA, lo: int, hi: int | None) -> bool:
     return hi is None or not has_length(dfa, hi + 1, None)
 
 
-def _unrolled_length(lo: int, hi: int | None) -> StringSet:
-    """The strings of ``lo`` to ``hi`` characters as a plain regular set (UnsupportedSchemaError past
-    :data:`~grammask.grammar.json_schema.lengths.UNROLL_ABOVE`)."""
-    top = lo if hi is None else hi
-    if top + 1 > UNROLL_ABOVE:
+def _unrolled_length(lo: int, hi: int | None, states: int) -> StringSet:
+    """The strings of ``lo`` to ``hi`` characters as a plain regular set, to be combined with a language of
+    ``states`` states (UnsupportedSchemaError past :data:`~grammask.grammar.json_schema.lengths.UNROLL_ABOVE`)."""
+    size = states * ((lo if hi is None else hi) + 1)
+    if size > UNROLL_ABOVE:
         raise UnsupportedSchemaError(
             f"the complement of a length bound of {lo}..{'' if hi is None else hi} characters would unroll into about "
-            f"{top + 1} automaton states (at most {UNROLL_ABOVE} are supported)"
+            f"{size} automaton states (at most {UNROLL_ABOVE} are supported)"
         )
     return StringSet.regular(Repeat(Chars(SCALARS), lo, hi))
