@@ -224,7 +224,6 @@ def growth(trans: np.ndarray, raw: np.ndarray, target: np.ndarray, name: str) ->
     ``raw[q, b]``: the units transition (q, b) adds. Raises :class:`~grammask.errors.GrammarError` if a
     transition would add more than one (``name`` names the terminals).
     """
-    n = trans.shape[0]
     inf = np.int64(1) << 40
     need = np.where(target, 0, inf).astype(np.int64)
     targets = np.maximum(trans, 0)
@@ -384,7 +383,9 @@ def add_levels(trans: np.ndarray, matches: np.ndarray, rank: np.ndarray, counts:
         members = np.flatnonzero(copy_of[:, k] >= 0)
         rows = trans[members]
         targets = np.maximum(rows, 0)
-        moved = np.where(copy_of[targets, k] >= 0, copy_of[targets, k], np.where(region[targets], dead, rows))
+        # a target without a copy here: its own levels' chain places it (where a lexeme's count is kept), unless
+        # nothing can win from it at this level any more
+        moved = np.where(copy_of[targets, k] >= 0, copy_of[targets, k], np.where(alive[targets, k], rows, dead))
         out_trans[copy_of[members, k]] = np.where(rows >= 0, moved, -1)
     out_matches = matches[base]
     out_matches[dead] = False

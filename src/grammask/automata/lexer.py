@@ -140,7 +140,10 @@ class LexerAutomaton:
 
     def step_counted(self, state: int, count: int, data: bytes) -> tuple[list[int], int, int] | None:
         """:meth:`step` with the count of the lexeme pending in ``state`` (see :mod:`grammask.automata.counted`):
-        (terminals completed, state left, count of the lexeme pending there)."""
+        (terminals completed, state left, count of the lexeme pending there); None if rejected.
+
+        Raises :class:`~grammask.errors.GrammarError` at a contextual lexer's branch, as :meth:`step` does.
+        """
         trans, accept, restart = self._lists
         counter = self._counter_lists
         emitted: list[int] = []

@@ -9,7 +9,6 @@ from dataclasses import dataclass, field
 
 from grammask.errors import ConfigurationError, GrammarError, UndefinedSymbolError
 
-
 COUNT_UNITS = ("codepoints", "json")
 """What a counted terminal counts: the code points of its lexeme, or the characters of the JSON string value its
 lexeme spells (between the quotes, an escape counting as the character it stands for, a surrogate pair as one)."""
@@ -17,7 +16,10 @@ lexeme spells (between the quotes, an escape counting as the character it stands
 
 @dataclass(frozen=True)
 class Count:
-    """A bound on the length of a terminal's lexemes: between ``lo`` and ``hi`` (None: no upper bound) ``unit`` s."""
+    """A bound on the length of a terminal's lexemes: between ``lo`` and ``hi`` (None: no upper bound) ``unit`` s.
+
+    Raises :class:`~grammask.errors.GrammarError` for an unknown unit or bounds out of order.
+    """
 
     lo: int
     hi: int | None

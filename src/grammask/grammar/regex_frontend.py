@@ -13,6 +13,7 @@ import re
 import sys
 
 from grammask.automata import regex as engine_regex
+from grammask.automata.counted import free_pattern
 from grammask.automata.regex import Alt, Chars, Concat, Node, Repeat
 from grammask.automata.utf8 import (
     SCALARS,
@@ -26,7 +27,6 @@ from grammask.errors import (
     EmptyLanguageError,
     UnsupportedRegexError,
 )
-from grammask.automata.counted import free_pattern
 from grammask.grammar.ir import Count, Grammar, Rule, Terminal
 
 if sys.version_info >= (3, 11):

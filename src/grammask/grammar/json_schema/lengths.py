@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from grammask.automata.counted import is_free
+from grammask.errors import UnsupportedSchemaError
 from grammask.grammar.json_schema.automaton import CharDFA
 
 UNROLL_ABOVE = 128
@@ -38,8 +39,8 @@ def has_length(dfa: CharDFA, lo: int, hi: int | None) -> bool:
     """Whether the language has a string of ``lo`` to ``hi`` (None: any larger) characters.
 
     The sets of states reachable in ``k`` steps repeat with some period; found by stepping until a set
-    comes back (raises ValueError after 65,536 steps without, which a language of a few hundred states
-    does not reach in practice).
+    comes back (raises :class:`~grammask.errors.UnsupportedSchemaError` after 65,536 steps without, which a
+    language of a few hundred states does not reach in practice).
     """
     trans, accepting = dense(dfa)
     n = dfa.n_states
@@ -64,7 +65,7 @@ def has_length(dfa: CharDFA, lo: int, hi: int | None) -> bool:
         seen[key] = k
         hits.append(hit)
         reach = adjacency[reach].any(axis=0)
-    raise ValueError("a string language's lengths did not repeat within 65,536 steps")
+    raise UnsupportedSchemaError("a string language's lengths are too irregular to compare with a length bound")
 
 
 def _meets(j: int, first: int, period: int, lo: int, hi: int) -> bool:

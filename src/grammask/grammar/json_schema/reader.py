@@ -17,6 +17,8 @@ from referencing import Registry, Resource
 from referencing.exceptions import Unresolvable
 from referencing.jsonschema import DRAFT202012
 
+from grammask.automata.regex import Alt, Concat, Repeat
+from grammask.automata.regex import Node as RegexNode
 from grammask.errors import (
     NO_DEADLINE,
     Deadline,
@@ -41,9 +43,13 @@ from grammask.grammar.json_schema.shapes import (
     Shape,
 )
 from grammask.grammar.json_schema.strings import StringSet
-from grammask.automata.regex import Alt, Concat, Repeat
-from grammask.automata.regex import Node as RegexNode
-from grammask.grammar.regex_frontend import ANY_STRING, alt, concat, parse_pattern, split_count
+from grammask.grammar.regex_frontend import (
+    ANY_STRING,
+    alt,
+    concat,
+    parse_pattern,
+    split_count,
+)
 
 # Keywords that never constrain an instance (annotations, identifiers, containers of subschemas
 # reached only through $ref).

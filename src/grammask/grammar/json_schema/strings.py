@@ -18,20 +18,19 @@ from functools import cached_property
 from grammask.automata.regex import Alt, Chars, Node, Repeat
 from grammask.automata.utf8 import SCALARS, CodeRanges, difference, normalize
 from grammask.errors import NO_DEADLINE, Deadline, UnsupportedSchemaError
+from grammask.grammar.ir import Count
 from grammask.grammar.json_schema.automaton import (
     CharDFA,
     dfa_from_ast,
     dfa_to_ast,
-    is_subset,
     product,
 )
-from grammask.grammar.ir import Count
-from grammask.grammar.json_schema.lengths import UNROLL_ABOVE, char_free, has_length
 from grammask.grammar.json_schema.digits import (
     fixed_width_ranges,
     hex_digit,
     render_sequences,
 )
+from grammask.grammar.json_schema.lengths import UNROLL_ABOVE, char_free, has_length
 from grammask.grammar.regex_frontend import NOTHING, concat, render_ranges, render_regex
 
 _RAW = difference(normalize([(0x20, 0x21), (0x23, 0x5B), (0x5D, 0x10FFFF)]), ((0xD800, 0xDFFF),))
