@@ -366,12 +366,12 @@ def _walk(node_byte, node_parent, node_end, node_tok_ptr, trans, accept, parser_
                 nxt = lift[nxt]
         step = byte_width[b]
         width = 0 if step < 0 else width + 2 * step
-        if up == 0:  # a first-byte subtree: copy it if stored, record it on its second visit
+        if up == 0 and units < 4095:  # a first-byte subtree: copy it if stored, record it on its second visit
             key = (seq * n_states + nxt) * n_nodes + n
             if nl_term >= 0:
                 key = (key * 2 + (width & 1)) * 512 + min(width >> 1, 511)
             if counting:
-                key = key * (start_units + 3) + units + 1
+                key = key * 4096 + units + 1
             h = (key * 0x9E3779B97F4A7C15) & cache_mask
             while cache_keys[h] >= 0 and cache_keys[h] != key:
                 h = (h + 1) & cache_mask

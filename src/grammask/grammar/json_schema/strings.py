@@ -23,7 +23,9 @@ from grammask.grammar.json_schema.automaton import (
     CharDFA,
     dfa_from_ast,
     dfa_to_ast,
+    is_subset,
     product,
+    raw_product,
 )
 from grammask.grammar.json_schema.digits import (
     fixed_width_ranges,
@@ -208,7 +210,10 @@ class StringSet:
             base = ("literal", self.text)
         else:
             base = ("regular", self.dfa.key)
-        return base if self.bounds is None else (*base, "length", self.bounds)
+        if self.bounds is None:
+            return base
+        lo, hi = self.bounds
+        return (*base, "length", lo, -1 if hi is None else hi)  # keys are sorted: no None in them
 
     def contains(self, text: str) -> bool:
         if self.bounds is not None and not _in_bounds(len(text), self.bounds):
@@ -273,12 +278,14 @@ class StringSet:
             return other.contains(self.text)
         if other.kind in ("literal", "empty"):
             return False
+        if self.bounds is None and other.bounds is None:
+            return is_subset(self.dfa, other.dfa)
         mine = self.bounds or (0, None)
-        if has_length(product(self.dfa, other.dfa, "minus"), *mine):
+        if has_length(raw_product(self.dfa, other.dfa, "minus"), *mine):
             return False
         if other.bounds is None:
             return True
-        both = product(self.dfa, other.dfa, "and")
+        both = raw_product(self.dfa, other.dfa, "and")
         return not any(has_length(both, lo, hi) for lo, hi in _outside(mine, other.bounds))
 
     def overlaps(self, other: StringSet) -> bool:
