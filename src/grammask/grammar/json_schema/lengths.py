@@ -9,7 +9,7 @@ from grammask.automata.counted import is_free
 from grammask.errors import UnsupportedSchemaError
 from grammask.grammar.json_schema.automaton import CharDFA
 
-UNROLL_ABOVE = 128
+UNROLL_ABOVE = 64
 """The most character automaton states a bound is unrolled into where it cannot be counted (larger: refused)."""
 _MAX_PERIOD_STEPS = 1 << 16
 
