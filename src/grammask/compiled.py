@@ -109,7 +109,7 @@ class CompiledGrammar:
         Raises :class:`~grammask.errors.TextRejectedError` (with the byte position) for a prefix no
         sentence starts with, :class:`~grammask.errors.BudgetError` when no output fits the budget,
         :class:`~grammask.errors.ConfigurationError` when ``max_tokens`` is not an int or ``canonical``
-        comes with ``max_tokens`` or ``prefix``, and :class:`~grammask.errors.CanonicalError` when the
+        comes with ``max_tokens`` or ``prefix`` or with counted terminals (length bounds), and :class:`~grammask.errors.CanonicalError` when the
         vocabulary has no tokenizer, its tokenizer's canonical encodings cannot be modelled, or (regex) no string
         of the language has one.
         """
@@ -118,6 +118,9 @@ class CompiledGrammar:
         if max_tokens is not None or prefix:
             raise ConfigurationError("canonical=True does not combine with max_tokens or prefix yet; "
                                      "drop one of them")
+        if self._engine.lexer.counter is not None:
+            raise ConfigurationError(f"canonical=True does not combine with counted terminals (length bounds kept "
+                                     f"beside the lexer state) yet: grammar {self.grammar.name!r} has some")
         try:
             relation = self._relation_of()
         except VocabularyError as e:

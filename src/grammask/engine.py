@@ -15,7 +15,9 @@ from functools import cached_property
 
 import numpy as np
 
+from grammask.automata.counted import CountTables
 from grammask.automata.lexer import LexerAutomaton
+from grammask.counting import CountRuntime
 from grammask.indentation import IndentRuntime, IndentSpec
 from grammask.mask_tables import MaskTables
 from grammask.parser.stack import LRRunner
@@ -66,6 +68,14 @@ class Engine:
         return None if self.indent is None else IndentRuntime(self.indent, self.runner, self.lexer, self.parser_term)
 
     @cached_property
+    def counting(self) -> CountRuntime | None:
+        """The masks of counted terminals near a level's end (None for a grammar without them)."""
+        if self.lexer.counter is None:
+            return None
+        longest = max((len(t) for t in self.vocab.tokens if t), default=0)
+        return CountRuntime(self.lexer, lambda: self.trie, self.vocab.n_logits, longest)
+
+    @cached_property
     def view(self) -> MatcherView:
         return MatcherView(self)
 
@@ -75,6 +85,8 @@ class Engine:
         for f in _LEXER_OPTIONAL:
             if getattr(self.lexer, f) is not None:
                 arrays[f"lexer.{f}"] = getattr(self.lexer, f)
+        if self.lexer.counter is not None:
+            arrays.update({f"lexer.counter.{f}": getattr(self.lexer.counter, f) for f in CountTables.FIELDS})
         arrays.update({f"tables.{f}": getattr(self.parse, f) for f in _TABLE_ARRAYS})
         arrays.update({f"masks.{f.name}": getattr(self.masks, f.name) for f in dataclasses.fields(MaskTables)})
         arrays["parser_term"] = self.parser_term
@@ -97,8 +109,12 @@ class Engine:
         cls, arrays: dict[str, np.ndarray], meta: dict, vocab: Vocabulary, trie_of: Callable[[], VocabTrie]
     ) -> Engine:
         """The engine :meth:`to_arrays` encoded; KeyError or TypeError if a field is missing."""
+        counter = None
+        if "lexer.counter.inc" in arrays:
+            counter = CountTables(**{f: arrays[f"lexer.counter.{f}"] for f in CountTables.FIELDS})
         lexer = LexerAutomaton(
             terminals=tuple(meta["lexer_terminals"]), **{f: arrays.get(f"lexer.{f}") for f in _LEXER_OPTIONAL},
+            counter=counter,
             aliases=tuple(tuple(a) for a in meta.get("lexer_aliases", ())), end_terminal=meta.get("lexer_end_terminal", -1),
             **{f: arrays[f"lexer.{f}"] for f in _LEXER_FIELDS},
         )

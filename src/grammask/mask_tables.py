@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, NamedTuple
 import numpy as np
 
 from grammask.automata.contextual import contextual_lexer
+from grammask.automata.counted import CountTables
 from grammask.automata.lexer import LexerAutomaton, build_lexer
 from grammask.bitmask import bitmask_words
 from grammask.classes import ClassTable, ClassTokens, StateClasses, group_walk
@@ -48,7 +49,7 @@ if TYPE_CHECKING:
     from grammask.errors import Deadline
     from grammask.vocab import Vocabulary
 
-FORMAT_VERSION = 3
+FORMAT_VERSION = 4
 
 
 @dataclass(frozen=True)
@@ -128,13 +129,15 @@ def build_front(grammar: Grammar, deadline: Deadline | None = None) -> Front:
     Raises what :func:`~grammask.automata.lexer.build_lexer`, :func:`~grammask.parser.tables.build_parse_tables`
     and :meth:`~grammask.indentation.IndentSpec.build` raise (a passed ``deadline`` included; None: no limit), and
     :class:`~grammask.errors.ConfigurationError` for the contextual lexer with semicolon insertion where it lexes
-    otherwise than the basic one.
+    otherwise than the basic one, or with counted terminals.
     """
     lexer = build_lexer(grammar, deadline)
     _warn_unlexable(grammar, lexer)
     names, mapping = parser_terminal_map(grammar, lexer)
     tables = build_parse_tables(grammar, names, deadline)
     state_modes = None
+    if grammar.lexer == "contextual" and lexer.counter is not None:
+        raise ConfigurationError(f"grammar {grammar.name!r}: counted terminals (length bounds) need lexer='basic'")
     if grammar.lexer == "contextual" and grammar.semicolons is not None:
         _refuse_semicolons(grammar, tables, mapping, deadline)
     elif grammar.lexer == "contextual":
@@ -257,7 +260,7 @@ def build_mask_tables(front: Front, vocab: Vocabulary, trie: VocabTrie, deadline
         q = queue.pop()
         if sup is None:
             entries, seq, ends = walk_alive(trie, lexer.trans, lexer.accept, parser_term, q, seqs, work, newline,
-                                            lexer.restart)
+                                            lexer.restart, lexer.counter)
         else:
             entries, seq, ends = walk_contextual(trie, lexer.trans, lexer.accept, lexer.restart, lexer.ignored,
                                                  parser_term, lexer.branch_ptr, lexer.branch_start, q, seqs, sup,
@@ -266,6 +269,8 @@ def build_mask_tables(front: Front, vocab: Vocabulary, trie: VocabTrie, deadline
             slots = np.full(2 * len(seqs) * n_follow, -1, dtype=np.int32)
         walks[q], fresh = group_walk(trie.token_ids[entries], seq, ends, state_follow, n_follow, slots, queued)
         queue.extend(fresh.tolist())
+        if lexer.counter is not None:  # a pending lexeme's count may take it to its state's copies in later levels
+            queue.extend(_later_levels(lexer.counter, fresh, queued))
     classes = ClassTable(np.concatenate([w.classes for w in walks.values()]), seqs, n_follow)
     class_arrays = (classes.seq_ptr, classes.seq_terms, classes.follow, follow_ptr, follow_terms, follow_any)
     for walk in walks.values():
@@ -452,6 +457,17 @@ def _may_follow(tables: ParseTables, lexer: LexerAutomaton, parser_term: np.ndar
             targets = np.unique(col[(col >= 0) & (lexer.lr_mode[np.maximum(col, 0)] == mode)])
             by_option[t, k] = live[targets].any(axis=0)
     return plain, by_option
+
+
+def _later_levels(counter: CountTables, states: np.ndarray, queued: np.ndarray) -> list[int]:
+    """The copies in later levels of ``states`` not queued yet (marked queued now)."""
+    out = []
+    for q in states.tolist():
+        for copy in counter.copies(q)[1:]:
+            if not queued[copy]:
+                queued[copy] = True
+                out.append(copy)
+    return out
 
 
 def _armed_tops(lexer: LexerAutomaton, tables: ParseTables, parser_term: np.ndarray) -> np.ndarray | None:

@@ -1,6 +1,8 @@
 """The online matcher: one per generated sequence (GreatGramma Alg. 6).
 
-A matcher's state is a lexer state (the pending, unfinished lexeme) and a persistent LR stack.
+A matcher's state is a lexer state (the pending, unfinished lexeme) and a persistent LR stack, and
+beside them what the lexer and postlex keep: the indentation context, or the pending lexeme's count
+for counted terminals (:mod:`grammask.counting`).
 ``fill_mask`` copies the precomputed mask of ``(lexer state, top LR state)`` and adds the
 token classes whose acceptance depends on the stack below, checked against the real stack.
 Each accepted token pushes the previous state on a history list, so ``rollback`` is a pop and
@@ -96,6 +98,7 @@ class Matcher(TokenSteps):
     __slots__ = (
         "_budget",
         "_costs",
+        "_counting",
         "_history",
         "_indenter",
         "_lexer",
@@ -118,9 +121,12 @@ class Matcher(TokenSteps):
         self._runner = engine.runner
         self._lexer = engine.lexer
         self._indenter = engine.indenter
+        self._counting = engine.counting
         self._lexstate = 0
         self._stack = self._runner.initial
-        self._post = None if self._indenter is None else INDENT_START
+        self._post = INDENT_START if self._indenter is not None else None
+        if self._counting is not None:
+            self._post = self._lexer.start_count
         self._history: list[tuple[int, tuple, tuple | None]] = []
         self._mask: np.ndarray | None = None
         self._mask_key: tuple | None = None
@@ -202,6 +208,11 @@ class Matcher(TokenSteps):
                 f"grammar {grammar.name!r} has a postlex (indentation or semicolon insertion): token budgets do not "
                 f"count the terminals it inserts yet"
             )
+        if self._counting is not None:
+            raise BudgetUnsupportedError(
+                f"grammar {grammar.name!r} has counted terminals (length bounds kept beside the lexer state): token "
+                f"budgets do not count them yet"
+            )
         if self.compiled._engine.lexer.contextual:
             raise BudgetUnsupportedError(
                 f"grammar {grammar.name!r} uses the contextual lexer, which lexes it otherwise than the basic one: "
@@ -245,14 +256,12 @@ class Matcher(TokenSteps):
                 self._budget.restrict(row, self._lexstate, self._stack, len(self._history))
             return
         stack = self._stack
-        pair = rt.pair_index[self._lexstate][stack[0]]
-        if pair < 0:
+        if self._counting is not None and self._counting.near(self._lexstate, self._post):
+            self._near_mask(row, stack)
+        elif not self._table_mask(row, self._lexstate, stack):
             raise MatcherStateError(
                 f"internal error: no mask table for lexer state {self._lexstate} with LR state {stack[0]}"
             )
-        np.copyto(row, rt.masks[rt.pair_mask[pair]])
-        if rt.pair_has_marks[pair]:
-            self._add_depends(row, stack, rt.state_classes[self._lexstate], rt.pair_marks[pair])
         if self._accepts_end(self._lexstate, stack, self._post):
             row[rt.eos_words] |= rt.eos_bits
         self._mask = row.copy()
@@ -260,25 +269,49 @@ class Matcher(TokenSteps):
         if self._budget is not None:
             self._budget.restrict(row, self._lexstate, self._stack, len(self._history))
 
+    def _table_mask(self, row: np.ndarray, lexstate: int, stack) -> bool:
+        """Write the tokens allowed in ``lexstate`` with ``stack`` (EOS aside) into ``row``; False if no decoding
+        reaches that pair (``row`` untouched)."""
+        rt = self._rt
+        pair = rt.pair_index[lexstate][stack[0]]
+        if pair < 0:
+            return False
+        np.copyto(row, rt.masks[rt.pair_mask[pair]])
+        if rt.pair_has_marks[pair]:
+            self._add_depends(row, stack, lexstate, rt.pair_marks[pair])
+        return True
+
+    def _near_mask(self, row: np.ndarray, stack) -> None:
+        """:meth:`_table_mask` for a counted lexeme near its level's end: each level's copy decides the tokens
+        that take the count into that level (:mod:`grammask.counting`)."""
+        counting = self._counting
+        row[:] = 0
+        part = np.empty_like(row)
+        for copy, lo, hi in counting.levels(self._lexstate, self._post):
+            if self._table_mask(part, copy, stack):
+                row |= part & counting.tokens_adding(self._lexstate, lo, hi)
+
     def _memo_valid(self) -> bool:
         """Whether the mask kept from the last fill is this state's."""
         key = self._mask_key
         return key is not None and key[0] == self._lexstate and key[1] is self._stack and key[2] == self._post
 
-    def _add_depends(self, row: np.ndarray, stack, state_classes, marks: np.ndarray) -> None:
+    def _add_depends(self, row: np.ndarray, stack, lexstate: int, marks: np.ndarray) -> None:
         """OR in the marked classes the real stack accepts (compiled check; Python for very deep stacks)."""
         rt = self._rt
-        classes, lcp, deps = state_classes
+        classes, lcp, deps = rt.state_classes[lexstate]
         states = _top_states(stack, _STACK_VIEW)
         unknown = np.empty(len(classes), dtype=np.int32)
         n_unknown = add_marked_classes(row, *rt.lr, states, classes, lcp, deps, marks, *rt.class_tables,
                                        *rt.dep_bits, unknown)
-        self._add_unknown_classes(row, stack, unknown[:n_unknown])
+        self._add_unknown_classes(row, stack, unknown[:n_unknown], lexstate)
 
-    def _add_unknown_classes(self, row: np.ndarray, stack, unknown: np.ndarray) -> None:
-        """OR in the lexer state's classes ``unknown`` (indices the compiled check left open) the real stack accepts."""
+    def _add_unknown_classes(self, row: np.ndarray, stack, unknown: np.ndarray, lexstate: int | None = None) -> None:
+        """OR in the classes ``unknown`` (indices the compiled check left open) of ``lexstate`` (default: the
+        matcher's) the real stack accepts."""
         rt = self._rt
-        classes = rt.state_python(self._lexstate)
+        lexstate = self._lexstate if lexstate is None else lexstate
+        classes = rt.state_python(lexstate)
         if self._indenter is not None:
             self._add_context_classes(row, stack, unknown)
             return
@@ -400,6 +433,12 @@ class Matcher(TokenSteps):
             if lexed is None:
                 return None
             lexstate, stack = lexed
+        elif self._counting is not None:
+            lexed = self._lexer.step_counted(lexstate, post, data)
+            if lexed is None:
+                return None
+            emitted, lexstate, post = lexed
+            stack = self._feed_lexer_terminals(stack, emitted)
         else:
             lexed = self._lexer.step(lexstate, data)
             if lexed is None:
@@ -408,7 +447,7 @@ class Matcher(TokenSteps):
             stack = self._feed_lexer_terminals(stack, emitted)
         if stack is None or not self._follow_ok(stack, None, self._rt.state_follow[lexstate]):
             return None
-        return lexstate, stack, None
+        return lexstate, stack, post
 
     def _state_after(self, data: bytes):
         state = self._read(self._lexstate, self._stack, self._post, data)

@@ -21,6 +21,7 @@ import numba as nb
 import numpy as np
 
 if TYPE_CHECKING:
+    from grammask.automata.counted import CountTables
     from grammask.vocab import Vocabulary
 
 
@@ -175,6 +176,8 @@ class TrieWalk:
         self.seq = np.empty(trie.n_nodes, dtype=np.int64)
         # The current line's width at each node, times 2, plus 1 while relative to the width before the token.
         self.width = np.empty(trie.n_nodes, dtype=np.int64)
+        # The pending lexeme's count at each node (counted terminals), -1 while it is the lexeme the walk began in.
+        self.count = np.empty(trie.n_nodes, dtype=np.int64)
         n = len(trie.token_ids)
         self.out = (np.empty(n, dtype=np.int32), np.empty(n, dtype=np.int32), np.empty(n, dtype=np.int32))
         self.cache_keys = np.full(self._SLOTS, -1, dtype=np.int64)
@@ -189,10 +192,10 @@ class TrieWalk:
 def walk_tokens(
     trie: VocabTrie, trans: np.ndarray, accept: np.ndarray, parser_term: np.ndarray, start: int,
     seqs: SequenceTable, work: TrieWalk | None = None, newline: NewlineWidths | None = None,
-    restart: np.ndarray | None = None,
+    restart: np.ndarray | None = None, counter: CountTables | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Lex every token from lexer state ``start``: ``(seq, end)`` over all the trie's entries, ``DEAD`` where rejected."""
-    entries, seq, end = walk_alive(trie, trans, accept, parser_term, start, seqs, work, newline, restart)
+    entries, seq, end = walk_alive(trie, trans, accept, parser_term, start, seqs, work, newline, restart, counter)
     seq_all = np.full(len(trie.token_ids), DEAD, dtype=np.int32)
     end_all = np.full(len(trie.token_ids), DEAD, dtype=np.int32)
     seq_all[entries] = seq
@@ -216,12 +219,13 @@ class NewlineWidths:
 
 
 NO_NEWLINE = NewlineWidths(-1, 0, np.zeros(256, dtype=np.int32))
+_NO_COUNT = (np.zeros((1, 256), dtype=np.uint8), np.zeros(1, dtype=np.int64), np.zeros(1, dtype=np.int32))
 
 
 def walk_alive(
     trie: VocabTrie, trans: np.ndarray, accept: np.ndarray, parser_term: np.ndarray, start: int,
     seqs: SequenceTable, work: TrieWalk | None = None, newline: NewlineWidths | None = None,
-    restart: np.ndarray | None = None,
+    restart: np.ndarray | None = None, counter: CountTables | None = None,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Lex every token from lexer state ``start``; only the tokens that survive are reported.
 
@@ -230,10 +234,18 @@ def walk_alive(
     terminal index, or -1 for ignored terminals (not recorded in sequences). Pass the same
     ``work`` to many walks over one trie to reuse its scratch arrays. With ``newline``, that
     terminal is recorded as a context id carrying its last line's width. ``restart[q]`` is the state a
-    lexeme starts from after one ending in ``q`` (None: always 0; see ``LexerAutomaton.restart``).
+    lexeme starts from after one ending in ``q`` (None: always 0; see ``LexerAutomaton.restart``). With
+    ``counter`` (counted terminals, :mod:`grammask.automata.counted`), the lexemes that begin inside a token are
+    counted and move up their levels; so is the lexeme pending in ``start`` where its count is known
+    (``counter.fixed``), else it keeps its level: the walk is then exact for the counts of ``start``'s level from
+    which no token reaches the next.
     """
     work = work or TrieWalk(trie)
     newline = newline or NO_NEWLINE
+    counting = counter is not None
+    inc, up_at, lift = (counter.inc, counter.up_at, counter.lift) if counting else _NO_COUNT
+    start_units = np.int64(counter.fixed[0]) if counting else np.int64(0)
+    known = np.int64(counter.fixed[start]) if counting else np.int64(-1)
     if restart is None:
         restart = np.zeros(trans.shape[0], dtype=np.int32)
     while True:
@@ -242,7 +254,7 @@ def walk_alive(
             trie.node_byte, trie.node_parent, trie.node_end, trie.node_tok_ptr, trans, accept, parser_term,
             np.int32(start), seqs.slots, seqs.parent, seqs.last, seqs.count, np.int64(seqs.n_terms),
             work.state, work.seq, *work.out, *work.cache(), np.int32(newline.terminal), np.int64(newline.base),
-            newline.byte_width, work.width, restart,
+            newline.byte_width, work.width, restart, counting, inc, start_units, known, up_at, lift, work.count,
         )
         if not full:
             return entries, seq, end
@@ -328,7 +340,8 @@ def store_subtree(slot, lo, hi, entries, seq_out, end_out, cache_span, arena_ent
 @nb.njit(cache=True)
 def _walk(node_byte, node_parent, node_end, node_tok_ptr, trans, accept, parser_term, start, slots, parent, last,
           count, n_terms, node_state, node_seq, entries, seq_out, end_out, cache_keys, cache_span,
-          arena_entries, arena_seq, arena_end, used, nl_term, nl_base, byte_width, node_width, restart):
+          arena_entries, arena_seq, arena_end, used, nl_term, nl_base, byte_width, node_width, restart,
+          counting, inc, start_units, known, up_at, lift, node_count):
     capacity = min(len(parent), len(slots) // 2)
     cache_mask = len(cache_keys) - 1
     n_states = trans.shape[0]
@@ -337,6 +350,7 @@ def _walk(node_byte, node_parent, node_end, node_tok_ptr, trans, accept, parser_
     node_state[0] = start
     node_seq[0] = 0
     node_width[0] = 1  # width 0, relative
+    node_count[0] = known
     recording = -1  # cache slot of the first-byte subtree being recorded
     record_from = 0
     record_end = 0
@@ -350,14 +364,18 @@ def _walk(node_byte, node_parent, node_end, node_tok_ptr, trans, accept, parser_
         state = node_state[up]
         seq = node_seq[up]
         width = node_width[up]
+        units = node_count[up]
         b = node_byte[n]
         nxt = trans[state, b]
+        came_from = state
         if nxt < 0:
             term = accept[state]
-            nxt = trans[restart[state], b]
+            came_from = restart[state]
+            nxt = trans[came_from, b]
             if term < 0 or nxt < 0 or (term == nl_term and width == NO_BREAK_YET):
                 n = node_end[n]  # this prefix is rejected, and so is every token below it
                 continue
+            units = start_units
             pt = parser_term[term]
             if term == nl_term:
                 pt = nl_base + 1 + width  # the context id of grammask.indentation
@@ -366,11 +384,17 @@ def _walk(node_byte, node_parent, node_end, node_tok_ptr, trans, accept, parser_
                 seq = intern(seq, pt, slots, parent, last, count, n_terms, capacity)
                 if seq < 0:
                     return entries, seq_out, end_out, True
+        if counting and units >= 0:
+            units += inc[came_from, b]
+            while units >= up_at[nxt]:
+                nxt = lift[nxt]
         width = next_width(width, byte_width[b])
-        if up == 0:  # a first-byte subtree: copy it if stored, record it on its second visit
+        if up == 0 and units < 4095:  # a first-byte subtree: copy it if stored, record it on its second visit
             key = (seq * n_states + nxt) * n_nodes + n
             if nl_term >= 0:
                 key = key * 1024 + width_slot(width)
+            if counting:
+                key = key * 4096 + units + 1
             h = (key * 0x9E3779B97F4A7C15) & cache_mask
             while cache_keys[h] >= 0 and cache_keys[h] != key:
                 h = (h + 1) & cache_mask
@@ -389,6 +413,7 @@ def _walk(node_byte, node_parent, node_end, node_tok_ptr, trans, accept, parser_
         node_state[n] = nxt
         node_seq[n] = seq
         node_width[n] = width
+        node_count[n] = units
         n_out = report(node_tok_ptr[n], node_tok_ptr[n + 1], seq, nxt, n_out, entries, seq_out, end_out)
         n += 1
     if recording >= 0:

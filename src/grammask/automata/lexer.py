@@ -28,13 +28,14 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from functools import cached_property
+from functools import cached_property, lru_cache
 
 import numpy as np
 
+from grammask.automata.counted import CountTables, add_levels, check_free, free_pattern
 from grammask.automata.dfa import ByteDFA, build_dfa
 from grammask.automata.first_match import restrict_preempted
-from grammask.automata.patterns import compile_regex
+from grammask.automata.patterns import compile_regex, regex_to_dfa
 from grammask.automata.regex import TrailingContext
 from grammask.errors import NO_DEADLINE, Deadline, GrammarError, UnsupportedRegexError
 from grammask.grammar.ir import Grammar, Semicolons, Terminal
@@ -73,6 +74,9 @@ class LexerAutomaton:
     forbids them and no kept terminal extends it there): ``ban_row[q]`` (-1: none) is the row of ``ban`` (257
     columns, the last one the end of input) listing them; see :meth:`ends_before`.
 
+    With counted terminals (:mod:`grammask.automata.counted`), ``counter`` holds how the lexeme's count is kept:
+    the states of the counted region have a copy per level of the count, and :meth:`step` takes the count.
+
     ``matches`` (each state's set of terminals whose language holds the lexeme, as a bool row), ``rank``
     (each terminal's place in the winner order) and ``trailing`` (terminals with trailing context) serve
     building a contextual lexer; a lexer loaded from the cache has them as None.
@@ -92,6 +96,7 @@ class LexerAutomaton:
     lr_mode: np.ndarray | None = None
     ban_row: np.ndarray | None = None
     ban: np.ndarray | None = None
+    counter: CountTables | None = field(default=None, compare=False, repr=False)
     matches: np.ndarray | None = field(default=None, compare=False, repr=False)
     rank: np.ndarray | None = field(default=None, compare=False, repr=False)
     trailing: tuple[tuple[int, TrailingContext], ...] = field(default=(), compare=False, repr=False)
@@ -150,9 +155,21 @@ class LexerAutomaton:
 
         Returns None if the bytes are rejected under the lexing rule. A contextual lexer's branches need the
         parser: this raises :class:`~grammask.errors.GrammarError` on reaching one (the matcher lexes those).
+        With counted terminals the lexeme pending in ``state`` is taken to have the count of one that has not begun
+        (exact from state 0: :meth:`step_counted` takes the count).
+        """
+        stepped = self.step_counted(state, self.start_count, data)
+        return None if stepped is None else stepped[:2]
+
+    def step_counted(self, state: int, count: int, data: bytes) -> tuple[list[int], int, int] | None:
+        """:meth:`step` with the count of the lexeme pending in ``state`` (see :mod:`grammask.automata.counted`):
+        (terminals completed, state left, count of the lexeme pending there); None if rejected.
+
+        Raises :class:`~grammask.errors.GrammarError` at a contextual lexer's branch, as :meth:`step` does.
         """
         trans, accept, restart = self._lists
         bans = self.bans
+        counter = self._counter_lists
         emitted: list[int] = []
         for b in data:
             nxt = trans[state][b]
@@ -162,12 +179,29 @@ class LexerAutomaton:
                     return None
                 if restart[state] == BRANCH:
                     raise GrammarError("internal error: a contextual lexer's branch lexed without the parser")
-                nxt = trans[restart[state]][b]
+                state = restart[state]
+                count = 0 if counter is None else counter[3]
+                nxt = trans[state][b]
                 if nxt < 0:
                     return None
                 emitted.append(term)
+            if counter is not None:
+                inc, up_at, lift, _ = counter
+                count += inc[state][b]
+                while count >= up_at[nxt]:
+                    nxt = lift[nxt]
             state = nxt
-        return emitted, state
+        return emitted, state, count
+
+    @cached_property
+    def _counter_lists(self) -> tuple[list[list[int]], list[int], list[int], int] | None:
+        c = self.counter
+        return None if c is None else (c.inc.tolist(), c.up_at.tolist(), c.lift.tolist(), int(c.fixed[0]))
+
+    @property
+    def start_count(self) -> int:
+        """The count of a lexeme that has not begun (0 without counted terminals)."""
+        return 0 if self.counter is None else int(self.counter.fixed[0])
 
     def finish(self, state: int) -> list[int] | None:
         """The terminals emitted at end of input from ``state`` ([] from the initial state), None if incomplete."""
@@ -217,12 +251,19 @@ def build_lexer(grammar: Grammar, deadline: Deadline | None = None) -> LexerAuto
     trailing = tuple((index, nfa.trailing) for index, nfa in enumerate(nfas) if nfa.trailing is not None)
     for index, context in trailing:
         check_trailing_context(trans, accept, index, context, nfas[index].name)
+    counter = None
+    reach = trans
+    if any(t.count is not None for t in terminals):
+        made = _with_counts(grammar, trans, matches, rank, bool(trailing), deadline)
+        trans, accept, matches, counter = made.trans, made.accept, made.matches, made.tables
+        reach = np.hstack([trans, counter.crossings(trans)])  # a pending lexeme may move up a level
     lexer = LexerAutomaton(
         terminals=tuple(t.name for t in terminals),
         ignored=np.array([t.name in grammar.ignore for t in terminals], dtype=bool),
         trans=trans,
         accept=accept,
-        produce=producible(trans, accept, len(terminals), deadline),
+        produce=producible(reach, accept, len(terminals), deadline),
+        counter=counter,
         matches=matches,
         rank=rank,
         trailing=trailing,
@@ -236,6 +277,25 @@ def _match_rows(dfa: ByteDFA, n_terminals: int) -> np.ndarray:
     for q, tags in enumerate(dfa.accepts):
         matches[q, list(tags)] = True
     return matches
+
+
+def _with_counts(grammar: Grammar, trans: np.ndarray, matches: np.ndarray, rank: np.ndarray, trailing: bool,
+                 deadline: Deadline):
+    """The lexer's DFA with the counted region copied per level (:func:`~grammask.automata.counted.add_levels`);
+    GrammarError where counting is not exact (a postlex, trailing context, a counted language not free)."""
+    terminals = grammar.terminals
+    if grammar.semicolons is not None or grammar.indentation is not None or trailing:
+        raise GrammarError(
+            f"grammar {grammar.name!r}: counted terminals (a length bound kept beside the lexer state) do not go with "
+            f"a postlex or a lookahead past the lexeme yet"
+        )
+    for t in terminals:
+        if t.count is not None and not free_pattern(t.pattern, t.flags, t.count.unit):
+            deadline.check("the counted terminals' levels")
+            own = regex_to_dfa(t.pattern, t.flags, t.name)
+            check_free(own.trans, np.array([bool(tags) for tags in own.accepts], dtype=bool), t.count.unit, t.name)
+    return add_levels(trans, matches, rank, [t.count for t in terminals], reach_union(trans, matches, deadline),
+                      deadline)
 
 
 def _with_semicolons(lexer: LexerAutomaton, rules: Semicolons) -> LexerAutomaton:
@@ -341,6 +401,7 @@ def _tie_key(t: Terminal) -> tuple:
     return (-t.priority, t.literal is None, -_max_width(t.pattern), -len(t.pattern), t.name)
 
 
+@lru_cache(maxsize=4096)
 def _max_width(pattern: str) -> int:
     try:
         return int(min(sre_parse.parse(pattern).getwidth()[1], sre_parse.MAXREPEAT))
