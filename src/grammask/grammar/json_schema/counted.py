@@ -28,7 +28,7 @@ from grammask.grammar.json_schema.strings import json_char_atom
 
 __all__ = ["COUNT_ABOVE", "MAX_UNROLLED_STATES", "largest_repeat", "length_states"]
 
-COUNT_ABOVE = 256
+COUNT_ABOVE = 2048
 """A length bound or counted repeat that would unroll into more byte NFA states than this is counted beside the
 lexer state where it can be (``SchemaOptions(count_lengths=True)``, the default); smaller ones are unrolled."""
 
