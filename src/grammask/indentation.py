@@ -138,7 +138,7 @@ class IndentRuntime:
         self._widths = byte_widths(spec.tab_len).tolist()
         self._real = [t for t in range(spec.base - 1) if t not in (spec.newline, spec.indent, spec.dedent)]
         shifted = runner.tables.action[:, [spec.newline, spec.indent, spec.dedent]]
-        self._after_newline = set(shifted[shifted >= 0].tolist()) | {runner.initial[0]}
+        self.after_newline = set(shifted[shifted >= 0].tolist()) | {runner.initial[0]}
 
     def lex(self, lexstate: int, width: int, data: bytes) -> tuple[list[int], int, int] | None:
         """Lex ``data`` from (``lexstate``, current line ``width``): the parser items it completes (newlines as
@@ -252,7 +252,7 @@ class IndentRuntime:
         """Whether the input may end here: one dedent per open level, then the end (with ``eof_newline``, a
         newline first unless the last terminal was one, or nothing came yet)."""
         feed = feed or self.runner.feed
-        if self.spec.eof_newline and stack[0] not in self._after_newline:
+        if self.spec.eof_newline and stack[0] not in self.after_newline:
             stack = feed(stack, self.spec.newline)
             if stack is None:
                 return False

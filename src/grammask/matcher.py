@@ -197,7 +197,7 @@ class Matcher(TokenSteps):
 
     def _new_budget(self, max_tokens: int | None) -> TokenBudget:
         grammar = self.compiled.grammar
-        if grammar.indentation is not None or grammar.semicolons is not None:
+        if grammar.indentation is not None:
             raise BudgetUnsupportedError(
                 f"grammar {grammar.name!r} has a postlex (indentation or semicolon insertion): token budgets do not "
                 f"count the terminals it inserts yet"

@@ -66,12 +66,13 @@ def finish_bounds(lex_cost: np.ndarray, follow_sets: list[tuple[np.ndarray, bool
 
 
 @nb.njit(cache=True)
-def state_bounds(node_byte, node_parent, node_end, node_tok_ptr, trans, accept, parser_term, finish_bound,
+def state_bounds(node_byte, node_parent, node_end, node_tok_ptr, trans, accept, restart, parser_term, finish_bound,
                  ignore_cost, exit_bound, goto_exit_max, eps1):
     """Per lexer state ``q``: the largest :func:`token_bound` over the tokens that lex from ``q``.
 
     All states are walked at once down the vocabulary trie, as in the inside-move walk, but with
-    the full lexing rule (lexemes are emitted, tokens die only where the rule rejects them).
+    the full lexing rule (lexemes are emitted, tokens die only where the rule rejects them; the
+    next lexeme starts in ``restart[q]``).
     """
     n_states = trans.shape[0]
     depth = node_depths(node_parent)
@@ -100,7 +101,7 @@ def state_bounds(node_byte, node_parent, node_end, node_tok_ptr, trans, accept, 
             nxt = trans[s, b]
             if nxt < 0:
                 term = accept[s]
-                nxt = trans[0, b]
+                nxt = trans[restart[s], b]
                 if term < 0 or nxt < 0:
                     continue
                 if parser_term[term] >= 0:

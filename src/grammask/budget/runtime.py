@@ -229,12 +229,47 @@ def _stack_cost(view_states, view_rows, real, chain, n_chain, cost, goto, trans_
 
 
 @nb.njit(cache=True)
+def _ends_here(action, goto, rule_len, rule_lhs, view_states, real, chain, n, q, eof_term, eof_extra, eof_newline,
+               after_newline, dedent, n_dedents, end, probe):
+    """Whether the input may end with the lexeme pending in lexer state ``q`` (the stack: the view's first
+    ``real`` states and ``chain[:n]``): ``eof_term[q]`` is its parser terminal (-1: none to feed, -2: it cannot
+    end there), ``eof_extra[q]`` a terminal the postlex then inserts (-1: none); with indentation, a newline
+    ``eof_newline`` unless the top was entered by one (``after_newline``), then ``n_dedents`` dedents."""
+    t = eof_term[q]
+    if t == -2:
+        return False
+    probe[:n] = chain[:n]
+    m = n
+    r = real
+    for k in range(-3, n_dedents + 1):
+        if k == -3:
+            x = t
+        elif k == -2:
+            x = eof_extra[q]
+        elif k == -1:
+            x = -1
+            if eof_newline >= 0:
+                top = probe[m - 1] if m > 0 else view_states[r - 1]
+                if not after_newline[top]:
+                    x = eof_newline
+        else:
+            x = dedent if k < n_dedents else end
+        if x < 0:
+            continue
+        st, r, m = feed_terminal(action, goto, rule_len, rule_lhs, view_states, r, probe, m, x)
+        if st != ALWAYS:
+            return False
+    return True
+
+
+@nb.njit(cache=True)
 def _probe_costs(which, seq_ptr, seq_terms, ends, top_row, node_state, node_parent, node_cost, action, goto,
                  rule_len, rule_lhs, lex_cost, state_follow, follow_ptr, follow_terms, follow_any, trans_of,
-                 acc_sym, exit_ptr, exit_cost, exit_depth, exit_nt, start_cost, cap, best, mark, frontier, counts,
-                 serial, out):
+                 acc_sym, exit_ptr, exit_cost, exit_depth, exit_nt, start_cost, eof_term, eof_extra, eof_newline,
+                 after_newline, dedent, end, n_dedents, cap, best, mark, frontier, counts, serial, out):
     """``out[i]``: the cost ``C`` after probe ``which[i]`` (emit ``seq_terms[seq_ptr[p]:seq_ptr[p+1]]`` on the
-    real stack of ``top_row``, leave lexer state ``ends[p]``), or REJECTED if the grammar forbids it.
+    real stack of ``top_row``, leave lexer state ``ends[p]``), or REJECTED if the grammar forbids it; 0 where
+    the input may end right there (see :func:`_ends_here`).
 
     Costs above ``cap`` are not worked out: any value above ``cap`` stands for them. ``best``,
     ``mark``, ``frontier``, ``counts`` are scratch kept between calls (see :func:`_stack_cost`);
@@ -268,6 +303,10 @@ def _probe_costs(which, seq_ptr, seq_terms, ends, top_row, node_state, node_pare
             out[i] = REJECTED if status == NEVER else INF
             continue
         q = ends[p]
+        if _ends_here(action, goto, rule_len, rule_lhs, view_states, real, chain, n, q, eof_term, eof_extra,
+                      eof_newline, after_newline, dedent, n_dedents, end, probe):
+            out[i] = 0
+            continue
         if q == 0:
             serial += 1
             out[i] = _stack_cost(view_states, view_rows, real, chain, n, node_cost, goto, trans_of, acc_sym,
@@ -385,6 +424,7 @@ class BudgetRuntime:
         self.landings = (p.trans_of, p.acc_sym, p.land_ptr, p.land_states)
         self.lexical = (t.lexical.lex_cost, m.state_follow, m.follow_ptr, m.follow_terms, m.follow_any)
         self.parser = (p.trans_of, p.acc_sym, p.exit_ptr, p.exit_cost, p.exit_depth, p.exit_nt, p.start_cost)
+        self.ending = _ending(engine)
         self.state_bound = t.state_bound.tolist()
         self.n_words = m.masks.shape[1]
         self._bound_args = (t.finish_bound, t.ignore_cost, p.exit_bound, t.goto_exit_max, t.eps1)
@@ -403,12 +443,14 @@ class BudgetRuntime:
         return NodeTable(self.engine.parse.n_states)
 
     def probe_costs(self, nodes: NodeTable, top_row: int, which: np.ndarray, seq_ptr: np.ndarray,
-                    seq_terms: np.ndarray, ends: np.ndarray, cap: int = INF) -> np.ndarray:
-        """Costs after the probes ``which`` (see :func:`_probe_costs`), exact up to ``cap``."""
+                    seq_terms: np.ndarray, ends: np.ndarray, cap: int = INF, n_dedents: int = 0) -> np.ndarray:
+        """Costs after the probes ``which`` (see :func:`_probe_costs`), exact up to ``cap``; ``n_dedents``: the
+        dedents an indenter adds at the end of input."""
         out = np.empty(len(which), dtype=np.int64)
         with nodes.lock:
             nodes.serial = _probe_costs(which, seq_ptr, seq_terms, ends, top_row, nodes.state, nodes.parent, nodes.cost,
-                                        *self.lr, *self.lexical, *self.parser, cap, *nodes.scratch, nodes.serial, out)
+                                        *self.lr, *self.lexical, *self.parser, *self.ending, n_dedents, cap,
+                                        *nodes.scratch, nodes.serial, out)
         return out
 
     def context_bounds(self, lexstate: int, stack: tuple, n_groups: int) -> tuple[list[int], np.ndarray]:
@@ -428,7 +470,8 @@ class BudgetRuntime:
                 known = self._contexts.setdefault(key, np.full(n_groups, _UNKNOWN, dtype=np.int32))
         return top, known
 
-    def fill_context_bounds(self, top: list[int], groups: StateTokens, todo: np.ndarray, known: np.ndarray) -> None:
+    def fill_context_bounds(self, top: list[int], groups: StateTokens, todo: np.ndarray, known: np.ndarray,
+                            n_dedents: int = 0) -> None:
         """Compute the context bounds of the groups ``todo`` into ``known``.
 
         A group is costed on a *symbolic* view of the stack's top states ``top``: whatever lies
@@ -440,14 +483,15 @@ class BudgetRuntime:
             sym = self._symbolic
             sym.state[: len(top)] = top[::-1]
             sym.serial = _probe_costs(todo, groups.seq_ptr, groups.seq_terms, groups.ends, len(top) - 1, sym.state,
-                                      sym.parent, sym.cost, *self.lr, *self.lexical, *self._symbolic_parser, INF,
-                                      *sym.scratch, sym.serial, out)
+                                      sym.parent, sym.cost, *self.lr, *self.lexical, *self._symbolic_parser,
+                                      *self.ending, n_dedents, INF, *sym.scratch, sym.serial, out)
         known[todo] = np.minimum(out, INF)
 
-    def state_cost(self, nodes: NodeTable, lexstate: int, stack: tuple) -> int:
+    def state_cost(self, nodes: NodeTable, lexstate: int, stack: tuple, n_dedents: int = 0) -> int:
         """``C`` of a matcher state (REJECTED if its pending lexeme has no acceptable terminal)."""
         row = nodes.row(stack, self)
-        return int(self.probe_costs(nodes, row, _ONE, _EMPTY_PTR, _EMPTY_TERMS, np.array([lexstate]))[0])
+        return int(self.probe_costs(nodes, row, _ONE, _EMPTY_PTR, _EMPTY_TERMS, np.array([lexstate]),
+                                    n_dedents=n_dedents)[0])
 
     def groups(self, lexstate: int) -> StateTokens:
         """The token groups of a lexer state (built on first use: one vocabulary walk, milliseconds)."""
@@ -464,7 +508,8 @@ class BudgetRuntime:
         trie = c.trie
         if self._walk is None:
             self._walk = TrieWalk(trie)
-        entries, seq, end = walk_alive(trie, c.lexer.trans, c.lexer.accept, c.parser_term, q, self._seqs, self._walk)
+        entries, seq, end = walk_alive(trie, c.lexer.trans, c.lexer.accept, c.parser_term, q, self._seqs, self._walk,
+                                       restart=c.lexer.restarts)
         n_lex = c.lexer.n_states
         keys, token_group = np.unique(seq.astype(np.int64) * n_lex + end, return_inverse=True)
         sequences = [self._seqs.sequence(int(s)) for s in (keys // n_lex).tolist()]
@@ -488,6 +533,29 @@ class BudgetRuntime:
             first_word=tok_words[tok_ptr[:-1]],
             first_bit=tok_bits[tok_ptr[:-1]] & -tok_bits[tok_ptr[:-1]],
         )
+
+
+def _ending(engine: Engine) -> tuple:
+    """What :func:`_ends_here` reads: per lexer state the terminal its lexeme ends as and the one a postlex inserts
+    after it at the end of input; an indenter's newline, the LR states a newline enters, its dedent; the end."""
+    lexer, tables = engine.lexer, engine.parse
+    accept = lexer.accept
+    parser_term = engine.parser_term
+    eof_term = np.where(accept >= 0, parser_term[np.maximum(accept, 0)], -2).astype(np.int32)
+    eof_term[0] = -1
+    after_newline = np.zeros(tables.n_states, dtype=np.bool_)
+    newline = dedent = -1
+    indent = engine.indent
+    if indent is not None:
+        eof_term[eof_term >= indent.base] = -2  # a pending newline: its width decides (the matcher's own check)
+        if indent.eof_newline:
+            newline = indent.newline
+            after_newline[list(engine.indenter.after_newline)] = True
+        dedent = indent.dedent
+    eof_extra = np.full(lexer.n_states, -1, dtype=np.int32)
+    if lexer.end_terminal >= 0:
+        eof_extra[(lexer.restarts != 0) & (accept >= 0)] = parser_term[lexer.end_terminal]
+    return eof_term, eof_extra, np.int64(newline), after_newline, np.int64(dedent), np.int64(tables.end)
 
 
 _ONE = np.zeros(1, dtype=np.int64)

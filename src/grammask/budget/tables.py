@@ -67,7 +67,7 @@ def build_budget_tables(engine: Engine) -> BudgetTables:
     finish, ignore = finish_bounds(lexical.lex_cost, follow_sets, m.state_follow, parser.exit_bound)
     partial = BudgetTables(lexical, parser, finish, ignore, np.zeros(0, dtype=np.int64))
     bound = state_bounds(trie.node_byte, trie.node_parent, trie.node_end, trie.node_tok_ptr, engine.lexer.trans,
-                         engine.lexer.accept, engine.parser_term, finish, ignore, parser.exit_bound,
+                         engine.lexer.accept, engine.lexer.restarts, engine.parser_term, finish, ignore, parser.exit_bound,
                          partial.goto_exit_max, partial.eps1)
     return dataclasses.replace(partial, state_bound=bound, seconds=time.perf_counter() - start)
 
