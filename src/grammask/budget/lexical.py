@@ -30,10 +30,12 @@ from grammask.spanner import VocabTrie
 
 @dataclass(frozen=True)
 class LexicalCosts:
-    """``lex_cost[q, X]`` (``X`` a parser terminal, or the last column: an ignored one) and ``term_cost[X]``."""
+    """``lex_cost[q, X]`` (``X`` a parser terminal, or the last column: an ignored one), ``term_cost[X]`` and
+    ``trail[s]`` (the separator a lexeme ending in state ``s`` needs, INF where none works)."""
 
     lex_cost: np.ndarray
     term_cost: np.ndarray
+    trail: np.ndarray
 
 
 def build_lexical_costs(lexer: LexerAutomaton, parser_term: np.ndarray, trie: VocabTrie,
@@ -108,7 +110,8 @@ def build_lexical_costs(lexer: LexerAutomaton, parser_term: np.ndarray, trie: Vo
     for p, t in lex_of_parser.items():
         if wit_end[t] >= 0:
             term_cost[p] = min(INF, wit_cost[t] + trail[wit_end[t]])
-    return LexicalCosts(np.minimum(lex_cost, INF).astype(np.int32), np.minimum(term_cost, INF).astype(np.int32))
+    return LexicalCosts(np.minimum(lex_cost, INF).astype(np.int32), np.minimum(term_cost, INF).astype(np.int32),
+                        np.minimum(trail, INF).astype(np.int32))
 
 
 @nb.njit(cache=True)

@@ -29,7 +29,8 @@ from grammask.budget.costs import INF, add
 from grammask.budget.tables import BudgetTables
 from grammask.classes import class_words
 from grammask.parser.kernels import ALWAYS, NEVER, feed_terminal
-from grammask.spanner import SequenceTable, TrieWalk, walk_alive
+from grammask.indentation import byte_widths
+from grammask.spanner import NewlineWidths, SequenceTable, TrieWalk, walk_alive
 
 if TYPE_CHECKING:
     from grammask.engine import Engine
@@ -42,9 +43,11 @@ REJECTED = -1
 
 
 @nb.njit(cache=True)
-def _fill_rows(lo, hi, state, parent, cost, landed, level, goto, trans_ptr, trans_to, exit_ptr, exit_cost,
-               exit_depth, exit_nt, trans_of, acc_sym, land_ptr, land_states, start_cost):
-    """Rows ``lo..hi-1`` of the node table (their parents' rows are already filled).
+def _fill_rows(lo, hi, state, parent, cost, landed, level, flat, goto, trans_ptr, trans_to, exit_ptr, exit_cost,
+               exit_depth, exit_nt, trans_of, acc_sym, land_ptr, land_states, start_cost, flat_ptr, flat_cost,
+               flat_depth, flat_nt, flat_start):
+    """Rows ``lo..hi-1`` of the node table (their parents' rows are already filled); a row with ``flat[r]`` set
+    takes the exits of completions that open no block (``flat_*``, see :mod:`.tables`).
 
     Also what bounds a token's cost from the stack (see :mod:`.bounds`): ``landed[r]`` is the
     largest completion of a state a reduction can leave on a node of the stack ``r`` (above
@@ -56,12 +59,14 @@ def _fill_rows(lo, hi, state, parent, cost, landed, level, goto, trans_ptr, tran
         u = state[r]
         cost[r, :] = INF
         pushed = -1
+        e_ptr, e_cost, e_depth, e_nt = (flat_ptr, flat_cost, flat_depth, flat_nt) if flat[r] else \
+            (exit_ptr, exit_cost, exit_depth, exit_nt)
         for k in range(trans_ptr[u], trans_ptr[u + 1]):
             best = INF
-            for e in range(exit_ptr[k], exit_ptr[k + 1]):
-                d = exit_depth[e]
+            for e in range(e_ptr[k], e_ptr[k + 1]):
+                d = e_depth[e]
                 if d == 0:
-                    v = exit_cost[e] if parent[r] < 0 else INF
+                    v = e_cost[e] if parent[r] < 0 else INF
                 else:
                     a = r
                     for _ in range(d):
@@ -70,17 +75,17 @@ def _fill_rows(lo, hi, state, parent, cost, landed, level, goto, trans_ptr, tran
                             break
                     if a < 0:
                         continue
-                    x = goto[state[a], exit_nt[e]]
+                    x = goto[state[a], e_nt[e]]
                     if x < 0:
                         continue
-                    v = add(exit_cost[e], cost[a, x])
+                    v = add(e_cost[e], cost[a, x])
                 best = min(best, v)
             cost[r, trans_to[k]] = best
             pushed = max(pushed, best)
         p = parent[r]
         if p < 0:
             landed[r] = -1
-            itself = start_cost
+            itself = flat_start if flat[r] else start_cost
         else:
             k = trans_of[state[p], acc_sym[u]]
             lands = -1
@@ -112,6 +117,7 @@ class NodeTable:
         self.cost = np.empty((64, n_states), dtype=np.int32)
         self.landed = np.empty(64, dtype=np.int32)
         self.level = np.empty(64, dtype=np.int32)
+        self.flat = np.zeros(64, dtype=np.bool_)
         self.size = 0
         self.scratch = (
             np.empty((_LEVELS, n_states), dtype=np.int32),
@@ -123,8 +129,9 @@ class NodeTable:
         self.lock = threading.RLock()
         self._rows: dict[int, tuple[tuple, int]] = {}
 
-    def row(self, stack: tuple, rt: BudgetRuntime) -> int:
-        """The row of ``stack``'s top node, registering it and any unseen nodes below."""
+    def row(self, stack: tuple, rt: BudgetRuntime, levels: tuple[int, ...] = (0,)) -> int:
+        """The row of ``stack``'s top node, registering it and any unseen nodes below (``levels``: an indenter's
+        levels for that stack, which tell where completions may open blocks)."""
         hit = self._rows.get(id(stack))
         if hit is not None:
             return hit[1]
@@ -138,16 +145,18 @@ class NodeTable:
                 chain.append(node)
                 node = node[1]
             parent = -1 if node is None else hit[1]
+            flats = rt.flat_nodes(chain, levels)
             lo = self.size
             self._grow(lo + len(chain))
-            for node in reversed(chain):
+            for node, flat in zip(reversed(chain), reversed(flats)):
                 self.state[self.size] = node[0]
                 self.parent[self.size] = parent
+                self.flat[self.size] = flat
                 self._rows[id(node)] = (node, self.size)
                 parent = self.size
                 self.size += 1
-            _fill_rows(lo, self.size, self.state, self.parent, self.cost, self.landed, self.level, rt.goto,
-                       *rt.exits, *rt.landings, rt.tables.parser.start_cost)
+            _fill_rows(lo, self.size, self.state, self.parent, self.cost, self.landed, self.level, self.flat,
+                       rt.goto, *rt.exits, *rt.landings, rt.tables.parser.start_cost, *rt.flat_exits)
             return parent
 
     def _grow(self, need: int) -> None:
@@ -156,7 +165,7 @@ class NodeTable:
             return
         while cap < need:
             cap *= 2
-        for name in ("state", "parent", "landed", "level"):
+        for name in ("state", "parent", "landed", "level", "flat"):
             setattr(self, name, np.resize(getattr(self, name), cap))
         cost = np.empty((cap, self.cost.shape[1]), dtype=np.int32)
         cost[: self.size] = self.cost[: self.size]
@@ -263,13 +272,20 @@ def _ends_here(action, goto, rule_len, rule_lhs, view_states, real, chain, n, q,
 
 
 @nb.njit(cache=True)
+def _less(cost, discount):
+    """A stack's completion cost with the last newline taken off where the end of input writes it (see
+    ``BudgetTables.end_discount``: every completion of a stack counts that newline, or costs 0)."""
+    return cost if cost >= INF else max(cost - discount, 0)
+
+
+@nb.njit(cache=True)
 def _probe_costs(which, seq_ptr, seq_terms, ends, top_row, node_state, node_parent, node_cost, action, goto,
                  rule_len, rule_lhs, lex_cost, state_follow, follow_ptr, follow_terms, follow_any, trans_of,
                  acc_sym, exit_ptr, exit_cost, exit_depth, exit_nt, start_cost, eof_term, eof_extra, eof_newline,
-                 after_newline, dedent, end, n_dedents, cap, best, mark, frontier, counts, serial, out):
+                 after_newline, dedent, end, discount, n_dedents, cap, best, mark, frontier, counts, serial, out):
     """``out[i]``: the cost ``C`` after probe ``which[i]`` (emit ``seq_terms[seq_ptr[p]:seq_ptr[p+1]]`` on the
     real stack of ``top_row``, leave lexer state ``ends[p]``), or REJECTED if the grammar forbids it; 0 where
-    the input may end right there (see :func:`_ends_here`).
+    the input may end right there (see :func:`_ends_here`); a stack's completion ``discount`` less (:func:`_less`).
 
     Costs above ``cap`` are not worked out: any value above ``cap`` stands for them. ``best``,
     ``mark``, ``frontier``, ``counts`` are scratch kept between calls (see :func:`_stack_cost`);
@@ -309,19 +325,19 @@ def _probe_costs(which, seq_ptr, seq_terms, ends, top_row, node_state, node_pare
             continue
         if q == 0:
             serial += 1
-            out[i] = _stack_cost(view_states, view_rows, real, chain, n, node_cost, goto, trans_of, acc_sym,
-                                 exit_ptr, exit_cost, exit_depth, exit_nt, start_cost, cap, best, mark, frontier,
-                                 counts, serial)
+            out[i] = _less(_stack_cost(view_states, view_rows, real, chain, n, node_cost, goto, trans_of, acc_sym,
+                                       exit_ptr, exit_cost, exit_depth, exit_nt, start_cost, cap + discount, best, mark,
+                                       frontier, counts, serial), discount)
             continue
         f = state_follow[q]
         cheapest = INF
         allowed = follow_any[f]
         if allowed and lex_cost[q, ign] <= cap:
             serial += 1
-            cheapest = add(lex_cost[q, ign], _stack_cost(view_states, view_rows, real, chain, n, node_cost, goto,
-                                                         trans_of, acc_sym, exit_ptr, exit_cost, exit_depth,
-                                                         exit_nt, start_cost, cap - lex_cost[q, ign], best, mark,
-                                                         frontier, counts, serial))
+            cheapest = add(lex_cost[q, ign], _less(_stack_cost(
+                view_states, view_rows, real, chain, n, node_cost, goto, trans_of, acc_sym, exit_ptr, exit_cost,
+                exit_depth, exit_nt, start_cost, cap - lex_cost[q, ign] + discount, best, mark, frontier, counts,
+                serial), discount))
         for k in range(follow_ptr[f], follow_ptr[f + 1]):
             x = follow_terms[k]
             probe[:n] = chain[:n]
@@ -331,10 +347,10 @@ def _probe_costs(which, seq_ptr, seq_terms, ends, top_row, node_state, node_pare
             allowed = True
             if st == ALWAYS and lex_cost[q, x] < cheapest and lex_cost[q, x] <= cap:
                 serial += 1
-                cheapest = min(cheapest, add(lex_cost[q, x], _stack_cost(
+                cheapest = min(cheapest, add(lex_cost[q, x], _less(_stack_cost(
                     view_states, view_rows, r2, probe, n2, node_cost, goto, trans_of, acc_sym, exit_ptr,
-                    exit_cost, exit_depth, exit_nt, start_cost, min(cap, cheapest - 1) - lex_cost[q, x], best, mark,
-                    frontier, counts, serial)))
+                    exit_cost, exit_depth, exit_nt, start_cost, min(cap, cheapest - 1) - lex_cost[q, x] + discount,
+                    best, mark, frontier, counts, serial), discount)))
         out[i] = cheapest if allowed else REJECTED
     return serial
 
@@ -406,7 +422,17 @@ class StateTokens:
     tok_bits: np.ndarray
     first_word: np.ndarray
     first_bit: np.ndarray
+    context: np.ndarray | None = None
+    """Under an indenter: the groups whose cost depends on the indentation context (a newline emitted or
+    pending), costed in Python (:mod:`.indented`); None otherwise."""
+    end_width: np.ndarray | None = None
+    """Under an indenter, for a group that leaves a newline pending: its line's width (:func:`width_key`)."""
 
+
+def width_key(absolute: bool, width: int) -> int:
+    """A pending newline's line width as one int: ``1 + (width + 1)`` if the token sets it (-1: no break),
+    ``-(1 + width)`` if the token adds ``width`` to the width its line had (0: no newline pending)."""
+    return 2 + width if absolute else -(1 + width)
 
 
 class BudgetRuntime:
@@ -422,14 +448,26 @@ class BudgetRuntime:
         self.goto = lr.goto
         self.exits = (p.trans_ptr, p.trans_to, p.exit_ptr, p.exit_cost, p.exit_depth, p.exit_nt)
         self.landings = (p.trans_of, p.acc_sym, p.land_ptr, p.land_states)
-        self.lexical = (t.lexical.lex_cost, m.state_follow, m.follow_ptr, m.follow_terms, m.follow_any)
+        self.lexical = _lexical(engine, tables)
         self.parser = (p.trans_of, p.acc_sym, p.exit_ptr, p.exit_cost, p.exit_depth, p.exit_nt, p.start_cost)
-        self.ending = _ending(engine)
+        f = p if t.flat is None else t.flat
+        self.flat_exits = (f.exit_ptr, f.exit_cost, f.exit_depth, f.exit_nt, f.start_cost)
+        self.flat_parser = (f.trans_of, f.acc_sym, f.exit_ptr, f.exit_cost, f.exit_depth, f.exit_nt, f.start_cost)
+        self.ending = (*_ending(engine), np.int64(tables.end_discount))
+        self.after_newline_state = engine.lexer.n_states
+        """A lexer state past the lexer's: a newline just ended, the next lexeme is no newline (see :func:`_lexical`)."""
         self.state_bound = t.state_bound.tolist()
         self.n_words = m.masks.shape[1]
-        self._bound_args = (t.finish_bound, t.ignore_cost, p.exit_bound, t.goto_exit_max, t.eps1)
+        self._bound_args = (t.finish_bound, t.ignore_cost, t.bound_exit, t.goto_exit_max, t.eps1)
         self._groups: dict[int, StateTokens] = {}
-        self._seqs = SequenceTable(int(engine.parser_term.max(initial=-1)) + 2)
+        self._newline = None
+        n_ids = int(engine.parser_term.max(initial=-1)) + 2
+        if engine.indent is not None:
+            widths = byte_widths(engine.indent.tab_len)
+            self._newline = NewlineWidths(engine.indent.newline_lexer, engine.indent.base, widths)
+            longest = max((len(b) for b in engine.vocab.tokens if b), default=1)
+            n_ids = engine.indent.max_id(longest * int(widths.max())) + 1
+        self._seqs = SequenceTable(n_ids)
         self._walk: TrieWalk | None = None  # scratch of the vocabulary walks, made on the first one
         self._lock = threading.Lock()
         self._contexts: dict[tuple[int, ...], np.ndarray] = {}
@@ -442,18 +480,44 @@ class BudgetRuntime:
     def new_nodes(self) -> NodeTable:
         return NodeTable(self.engine.parse.n_states)
 
+    def flat_nodes(self, chain: list[tuple], levels: tuple[int, ...]) -> list[bool]:
+        """Per stack node of ``chain`` (top first, the top of a stack whose indentation levels are ``levels``):
+        whether completions working on its level may not open a block (its level is at the width cap, or it lies
+        inside a block a dedent already closed). All False without an indenter."""
+        indent = self.engine.indent
+        if indent is None:
+            return [False] * len(chain)
+        cap = self.tables.newlines.width_cap
+        acc = self.tables.parser.acc_sym
+        out = []
+        k, closed = len(levels) - 1, 0
+        for node in chain:
+            out.append(closed > 0 or levels[k] + 1 > cap)
+            symbol = acc[node[0]]
+            if symbol == indent.dedent:
+                closed += 1
+            elif symbol == indent.indent:
+                if closed:
+                    closed -= 1
+                else:
+                    k = max(k - 1, 0)
+        return out
+
     def probe_costs(self, nodes: NodeTable, top_row: int, which: np.ndarray, seq_ptr: np.ndarray,
-                    seq_terms: np.ndarray, ends: np.ndarray, cap: int = INF, n_dedents: int = 0) -> np.ndarray:
+                    seq_terms: np.ndarray, ends: np.ndarray, cap: int = INF, n_dedents: int = 0,
+                    flat: bool = False) -> np.ndarray:
         """Costs after the probes ``which`` (see :func:`_probe_costs`), exact up to ``cap``; ``n_dedents``: the
-        dedents an indenter adds at the end of input."""
+        dedents an indenter adds at the end of input; ``flat``: the states a probe pushes may not open blocks."""
         out = np.empty(len(which), dtype=np.int64)
+        parser = self.flat_parser if flat else self.parser
         with nodes.lock:
             nodes.serial = _probe_costs(which, seq_ptr, seq_terms, ends, top_row, nodes.state, nodes.parent, nodes.cost,
-                                        *self.lr, *self.lexical, *self.parser, *self.ending, n_dedents, cap,
+                                        *self.lr, *self.lexical, *parser, *self.ending, n_dedents, cap,
                                         *nodes.scratch, nodes.serial, out)
         return out
 
-    def context_bounds(self, lexstate: int, stack: tuple, n_groups: int) -> tuple[list[int], np.ndarray]:
+    def context_bounds(self, lexstate: int, stack: tuple, n_groups: int, n_dedents: int = 0
+                       ) -> tuple[list[int], np.ndarray]:
         """The top :data:`CONTEXT_VIEW` states of ``stack`` (top first) and the cached *context bounds* of
         ``lexstate``'s groups under them (-2 where not computed yet, see :meth:`fill_context_bounds`)."""
         top = []
@@ -461,7 +525,7 @@ class BudgetRuntime:
         while node is not None and len(top) < CONTEXT_VIEW:
             top.append(node[0])
             node = node[1]
-        key = (lexstate, *top)
+        key = (lexstate, n_dedents, *top)
         known = self._contexts.get(key)
         if known is None:
             with self._lock:
@@ -487,11 +551,12 @@ class BudgetRuntime:
                                       *self.ending, n_dedents, INF, *sym.scratch, sym.serial, out)
         known[todo] = np.minimum(out, INF)
 
-    def state_cost(self, nodes: NodeTable, lexstate: int, stack: tuple, n_dedents: int = 0) -> int:
-        """``C`` of a matcher state (REJECTED if its pending lexeme has no acceptable terminal)."""
-        row = nodes.row(stack, self)
+    def state_cost(self, nodes: NodeTable, lexstate: int, stack: tuple, levels: tuple[int, ...] = (0,)) -> int:
+        """``C`` of a matcher state (REJECTED if its pending lexeme has no acceptable terminal), its pending lexeme
+        costed as a whole terminal (an indenter's pending newline: see :mod:`.indented`)."""
+        row = nodes.row(stack, self, levels)
         return int(self.probe_costs(nodes, row, _ONE, _EMPTY_PTR, _EMPTY_TERMS, np.array([lexstate]),
-                                    n_dedents=n_dedents)[0])
+                                    n_dedents=len(levels) - 1, flat=bool(nodes.flat[row]))[0])
 
     def groups(self, lexstate: int) -> StateTokens:
         """The token groups of a lexer state (built on first use: one vocabulary walk, milliseconds)."""
@@ -509,19 +574,26 @@ class BudgetRuntime:
         if self._walk is None:
             self._walk = TrieWalk(trie)
         entries, seq, end = walk_alive(trie, c.lexer.trans, c.lexer.accept, c.parser_term, q, self._seqs, self._walk,
-                                       restart=c.lexer.restarts)
+                                       newline=self._newline, restart=c.lexer.restarts)
         n_lex = c.lexer.n_states
-        keys, token_group = np.unique(seq.astype(np.int64) * n_lex + end, return_inverse=True)
-        sequences = [self._seqs.sequence(int(s)) for s in (keys // n_lex).tolist()]
-        ends = (keys % n_lex).astype(np.int32)
-        bounds = np.array([token_bound(len(e), e[-1] if e else 0, int(x), *self._bound_args)
-                           for e, x in zip(sequences, ends.tolist())], dtype=np.int64)
+        width = self._end_widths(q, trie.token_ids[entries], end)
+        keys, token_group = np.unique(np.stack([seq.astype(np.int64) * n_lex + end, width]), axis=1, return_inverse=True)
+        token_group = token_group.ravel()
+        sequences = [self._seqs.sequence(int(s)) for s in (keys[0] // n_lex).tolist()]
+        ends = (keys[0] % n_lex).astype(np.int32)
+        bounds = np.array([self._bound(e, int(x)) for e, x in zip(sequences, ends.tolist())], dtype=np.int64)
         order = np.argsort(-bounds, kind="stable")
         rank = np.empty(len(order), dtype=np.int32)
         rank[order] = np.arange(len(order), dtype=np.int32)
         sequences = [sequences[i] for i in order.tolist()]
-        tok_ptr, tok_words, tok_bits = class_words(trie.token_ids[entries], rank[token_group.ravel()],
+        tok_ptr, tok_words, tok_bits = class_words(trie.token_ids[entries], rank[token_group],
                                                     np.ones(len(order), dtype=np.bool_), self.n_words)
+        context = end_width = None
+        if c.indent is not None:
+            base = c.indent.base
+            pending = self.tables.newlines.row[ends[order]] >= 0
+            context = np.array([any(x >= base for x in e) for e in sequences], dtype=np.bool_) | pending
+            end_width = keys[1][order].astype(np.int64)
         return StateTokens(
             seq_ptr=np.cumsum([0] + [len(e) for e in sequences]).astype(np.int64),
             seq_terms=np.array([t for e in sequences for t in e], dtype=np.int32),
@@ -532,7 +604,58 @@ class BudgetRuntime:
             tok_bits=tok_bits,
             first_word=tok_words[tok_ptr[:-1]],
             first_bit=tok_bits[tok_ptr[:-1]] & -tok_bits[tok_ptr[:-1]],
+            context=context,
+            end_width=end_width,
         )
+
+    def _bound(self, seq: tuple[int, ...], end: int) -> int:
+        """:func:`token_bound` of a group (an indenter's newline counts as the terminals it may feed)."""
+        indent = self.engine.indent
+        if indent is None:
+            return token_bound(len(seq), seq[-1] if seq else 0, end, *self._bound_args)
+        weight = self.tables.bound_weight[indent.newline_lexer]
+        n = sum(int(weight) if x >= indent.base else 1 for x in seq)
+        last = (indent.newline if seq[-1] >= indent.base else seq[-1]) if seq else 0
+        return token_bound(n, last, end, *self._bound_args)
+
+    def _end_widths(self, q: int, token_ids: np.ndarray, end: np.ndarray) -> np.ndarray:
+        """Per token: the :func:`width_key` of the newline it leaves pending (0 where none, or without an indenter)."""
+        out = np.zeros(len(token_ids), dtype=np.int64)
+        if self.engine.indent is None:
+            return out
+        lex = self.engine.indenter.lex
+        tokens = self.engine.vocab.tokens
+        for i in np.flatnonzero(self.tables.newlines.row[end] >= 0).tolist():
+            data = tokens[int(token_ids[i])]
+            low, high = lex(q, 0, data)[2], lex(q, _FAR, data)[2]
+            out[i] = width_key(low == high, low)
+        return out
+
+
+_FAR = 1 << 20  # a carried width no token reaches: tells a width the token sets from one it adds to
+
+
+def _lexical(engine: Engine, tables: BudgetTables) -> tuple:
+    """What probes read of the lexer: ``lex_cost``, and per state the follow set of its pending lexeme.
+
+    Under an indenter one state is added past the lexer's (see :attr:`BudgetRuntime.after_newline_state`): a
+    newline has just ended and the next terminal is no newline (a newline would have run on into it), each
+    terminal at its own cost.
+    """
+    m = engine.masks
+    lex_cost, state_follow, follow_ptr, follow_terms, follow_any = (
+        tables.lexical.lex_cost, m.state_follow, m.follow_ptr, m.follow_terms, m.follow_any)
+    indent = engine.indent
+    if indent is None:
+        return lex_cost, state_follow, follow_ptr, follow_terms, follow_any
+    row = np.full(lex_cost.shape[1], INF, dtype=lex_cost.dtype)
+    term_cost = tables.lexical.term_cost
+    row[: len(term_cost)] = term_cost
+    row[[indent.newline, indent.indent, indent.dedent]] = INF
+    terms = np.flatnonzero(row[: len(term_cost)] < INF).astype(follow_terms.dtype)
+    return (np.vstack([lex_cost, row]), np.append(state_follow, len(follow_any)).astype(state_follow.dtype),
+            np.append(follow_ptr, follow_ptr[-1] + len(terms)).astype(follow_ptr.dtype),
+            np.concatenate([follow_terms, terms]), np.append(follow_any, False).astype(follow_any.dtype))
 
 
 def _ending(engine: Engine) -> tuple:
@@ -555,6 +678,8 @@ def _ending(engine: Engine) -> tuple:
     eof_extra = np.full(lexer.n_states, -1, dtype=np.int32)
     if lexer.end_terminal >= 0:
         eof_extra[(lexer.restarts != 0) & (accept >= 0)] = parser_term[lexer.end_terminal]
+    if indent is not None:  # the state past the lexer's (see _lexical): the matcher's own check decides
+        eof_term, eof_extra = np.append(eof_term, -2).astype(np.int32), np.append(eof_extra, -1).astype(np.int32)
     return eof_term, eof_extra, np.int64(newline), after_newline, np.int64(dedent), np.int64(tables.end)
 
 
