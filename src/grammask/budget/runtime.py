@@ -28,8 +28,8 @@ from grammask.budget.bounds import token_bound
 from grammask.budget.costs import INF, add
 from grammask.budget.tables import BudgetTables
 from grammask.classes import class_words
-from grammask.parser.kernels import ALWAYS, NEVER, feed_terminal
 from grammask.indentation import byte_widths
+from grammask.parser.kernels import ALWAYS, NEVER, feed_terminal
 from grammask.spanner import NewlineWidths, SequenceTable, TrieWalk, walk_alive
 
 if TYPE_CHECKING:
@@ -279,13 +279,41 @@ def _less(cost, discount):
 
 
 @nb.njit(cache=True)
+def _terms_cost(q, cheapest, cap, view_states, view_rows, real, chain, n, probe, node_cost, action, goto, rule_len,
+                rule_lhs, lex_cost, state_follow, follow_ptr, follow_terms, trans_of, acc_sym, exit_ptr, exit_cost,
+                exit_depth, exit_nt, start_cost, discount, best, mark, frontier, counts, serial):
+    """The cheapest way on by finishing the lexeme pending in lexer state ``q`` as one of its follow terminals, fed
+    on the stack (the view's first ``real`` states and ``chain[:n]``), if below ``cheapest``: (cost, whether the
+    stack takes some follow terminal, the last mark used)."""
+    taken = False
+    f = state_follow[q]
+    for k in range(follow_ptr[f], follow_ptr[f + 1]):
+        x = follow_terms[k]
+        probe[:n] = chain[:n]
+        st, r2, n2 = feed_terminal(action, goto, rule_len, rule_lhs, view_states, real, probe, n, x)
+        if st == NEVER:
+            continue
+        taken = True
+        if st == ALWAYS and lex_cost[q, x] < cheapest and lex_cost[q, x] <= cap:
+            serial += 1
+            cheapest = min(cheapest, add(lex_cost[q, x], _less(_stack_cost(
+                view_states, view_rows, r2, probe, n2, node_cost, goto, trans_of, acc_sym, exit_ptr,
+                exit_cost, exit_depth, exit_nt, start_cost, min(cap, cheapest - 1) - lex_cost[q, x] + discount,
+                best, mark, frontier, counts, serial), discount)))
+    return cheapest, taken, serial
+
+
+@nb.njit(cache=True)
 def _probe_costs(which, seq_ptr, seq_terms, ends, top_row, node_state, node_parent, node_cost, action, goto,
                  rule_len, rule_lhs, lex_cost, state_follow, follow_ptr, follow_terms, follow_any, trans_of,
                  acc_sym, exit_ptr, exit_cost, exit_depth, exit_nt, start_cost, eof_term, eof_extra, eof_newline,
-                 after_newline, dedent, end, discount, n_dedents, cap, best, mark, frontier, counts, serial, out):
+                 after_newline, dedent, end, discount, newline_top, virtual, n_dedents, cap, best, mark, frontier, counts,
+                 serial, out):
     """``out[i]``: the cost ``C`` after probe ``which[i]`` (emit ``seq_terms[seq_ptr[p]:seq_ptr[p+1]]`` on the
     real stack of ``top_row``, leave lexer state ``ends[p]``), or REJECTED if the grammar forbids it; 0 where
     the input may end right there (see :func:`_ends_here`); a stack's completion ``discount`` less (:func:`_less`).
+    Where the stack's top was entered by an indenter's newline, indent or dedent (``newline_top``), what follows
+    starts with a real terminal: costed from the lexer state ``virtual`` (see :func:`_lexical`).
 
     Costs above ``cap`` are not worked out: any value above ``cap`` stands for them. ``best``,
     ``mark``, ``frontier``, ``counts`` are scratch kept between calls (see :func:`_stack_cost`);
@@ -323,35 +351,42 @@ def _probe_costs(which, seq_ptr, seq_terms, ends, top_row, node_state, node_pare
                       eof_newline, after_newline, dedent, n_dedents, end, probe):
             out[i] = 0
             continue
+        top = chain[n - 1] if n > 0 else view_states[real - 1]
+        fixed = newline_top[top]  # an indenter fed this newline's indent or dedents: a real terminal comes next
         if q == 0:
+            if fixed:
+                out[i], _, serial = _terms_cost(virtual, INF, cap, view_states, view_rows, real, chain, n, probe, node_cost,
+                                                action, goto, rule_len, rule_lhs, lex_cost, state_follow, follow_ptr,
+                                                follow_terms, trans_of, acc_sym, exit_ptr, exit_cost, exit_depth,
+                                                exit_nt, start_cost, discount, best, mark, frontier, counts, serial)
+                continue
             serial += 1
             out[i] = _less(_stack_cost(view_states, view_rows, real, chain, n, node_cost, goto, trans_of, acc_sym,
                                        exit_ptr, exit_cost, exit_depth, exit_nt, start_cost, cap + discount, best, mark,
                                        frontier, counts, serial), discount)
             continue
-        f = state_follow[q]
         cheapest = INF
-        allowed = follow_any[f]
+        allowed = follow_any[state_follow[q]]
         if allowed and lex_cost[q, ign] <= cap:
-            serial += 1
-            cheapest = add(lex_cost[q, ign], _less(_stack_cost(
-                view_states, view_rows, real, chain, n, node_cost, goto, trans_of, acc_sym, exit_ptr, exit_cost,
-                exit_depth, exit_nt, start_cost, cap - lex_cost[q, ign] + discount, best, mark, frontier, counts,
-                serial), discount))
-        for k in range(follow_ptr[f], follow_ptr[f + 1]):
-            x = follow_terms[k]
-            probe[:n] = chain[:n]
-            st, r2, n2 = feed_terminal(action, goto, rule_len, rule_lhs, view_states, real, probe, n, x)
-            if st == NEVER:
-                continue
-            allowed = True
-            if st == ALWAYS and lex_cost[q, x] < cheapest and lex_cost[q, x] <= cap:
+            if fixed:
+                rest, _, serial = _terms_cost(virtual, INF, cap - lex_cost[q, ign], view_states, view_rows, real, chain,
+                                              n, probe, node_cost, action, goto, rule_len, rule_lhs, lex_cost,
+                                              state_follow, follow_ptr, follow_terms, trans_of, acc_sym, exit_ptr,
+                                              exit_cost, exit_depth, exit_nt, start_cost, discount, best, mark,
+                                              frontier, counts, serial)
+            else:
                 serial += 1
-                cheapest = min(cheapest, add(lex_cost[q, x], _less(_stack_cost(
-                    view_states, view_rows, r2, probe, n2, node_cost, goto, trans_of, acc_sym, exit_ptr,
-                    exit_cost, exit_depth, exit_nt, start_cost, min(cap, cheapest - 1) - lex_cost[q, x] + discount,
-                    best, mark, frontier, counts, serial), discount)))
-        out[i] = cheapest if allowed else REJECTED
+                rest = _less(_stack_cost(view_states, view_rows, real, chain, n, node_cost, goto, trans_of, acc_sym,
+                                         exit_ptr, exit_cost, exit_depth, exit_nt, start_cost,
+                                         cap - lex_cost[q, ign] + discount, best, mark, frontier, counts, serial),
+                             discount)
+            cheapest = add(lex_cost[q, ign], rest)
+        cheapest, taken, serial = _terms_cost(q, cheapest, cap, view_states, view_rows, real, chain, n, probe,
+                                              node_cost, action, goto, rule_len, rule_lhs, lex_cost, state_follow,
+                                              follow_ptr, follow_terms, trans_of, acc_sym, exit_ptr, exit_cost,
+                                              exit_depth, exit_nt, start_cost, discount, best, mark, frontier, counts,
+                                              serial)
+        out[i] = cheapest if allowed or taken else REJECTED
     return serial
 
 
@@ -453,7 +488,7 @@ class BudgetRuntime:
         f = p if t.flat is None else t.flat
         self.flat_exits = (f.exit_ptr, f.exit_cost, f.exit_depth, f.exit_nt, f.start_cost)
         self.flat_parser = (f.trans_of, f.acc_sym, f.exit_ptr, f.exit_cost, f.exit_depth, f.exit_nt, f.start_cost)
-        self.ending = (*_ending(engine), np.int64(tables.end_discount))
+        self.ending = (*_ending(engine), np.int64(tables.end_discount), *_fixed_tops(engine))
         self.after_newline_state = engine.lexer.n_states
         """A lexer state past the lexer's: a newline just ended, the next lexeme is no newline (see :func:`_lexical`)."""
         self.state_bound = t.state_bound.tolist()
@@ -656,6 +691,20 @@ def _lexical(engine: Engine, tables: BudgetTables) -> tuple:
     return (np.vstack([lex_cost, row]), np.append(state_follow, len(follow_any)).astype(state_follow.dtype),
             np.append(follow_ptr, follow_ptr[-1] + len(terms)).astype(follow_ptr.dtype),
             np.concatenate([follow_terms, terms]), np.append(follow_any, False).astype(follow_any.dtype))
+
+
+def _fixed_tops(engine: Engine) -> tuple[np.ndarray, np.int64]:
+    """The LR states entered by an indenter's newline, indent or dedent (after them the indenter has fed what the
+    newline's width brings, so no completion starts with an indent or dedent), and the lexer state past the
+    lexer's that costs a real terminal next (:func:`_lexical`); none and -1 without an indenter."""
+    tables = engine.parse
+    tops = np.zeros(tables.n_states, dtype=np.bool_)
+    indent = engine.indent
+    if indent is None:
+        return tops, np.int64(-1)
+    shifted = tables.action[:, [indent.newline, indent.indent, indent.dedent]]
+    tops[shifted[shifted >= 0]] = True
+    return tops, np.int64(engine.lexer.n_states)
 
 
 def _ending(engine: Engine) -> tuple:
