@@ -116,6 +116,21 @@ def _drive(name: str, budget: int, choose, rng: np.random.Generator) -> None:
     assert _checker(name)(text), f"{name}: the judge rejects {text!r} (budget {budget})"
 
 
+def longest_walk(compiled, prefix: str = "", slack: int = 0) -> str:
+    """The text after ``prefix`` of a run at ``slack`` tokens over the minimum that always takes a token after
+    which the most tokens remain needed; asserts it ends with EOS within the budget."""
+    budget = compiled.matcher(prefix=prefix).min_tokens_to_finish() + slack
+    m = compiled.matcher(prefix=prefix, max_tokens=budget)
+    tokens = []
+    while not m.is_terminated():
+        costs = m.next_token_costs()
+        assert (costs >= 0).any(), f"no token allowed after {prefix!r} + {compiled.vocab.decode(tokens)!r}"
+        tokens.append(int(np.flatnonzero(costs == costs.max())[0]))
+        m.advance(tokens[-1])
+    assert len(tokens) <= budget and tokens[-1] in compiled.vocab.eos_ids
+    return compiled.vocab.decode(tokens[:-1]).decode("utf-8")
+
+
 def _adversarial(name: str, offsets, runs: int) -> None:
     minimum = _compiled(name).matcher().min_tokens_to_finish()
     rng = np.random.default_rng(abs(hash(name)) % 2**32)
@@ -337,7 +352,7 @@ def test_guarantee_postlex_ci(name):
 @pytest.mark.slow
 @pytest.mark.parametrize("name", POSTLEX)
 def test_guarantee_postlex_full(name):
-    _adversarial_postlex(name, offsets=range(31), runs=10)
+    _adversarial_postlex(name, offsets=range(31), runs=2)
 
 
 def _postlex_soundness(name: str, count: int, rng: np.random.Generator) -> tuple[float, float]:
@@ -377,4 +392,4 @@ def test_soundness_postlex_ci():
 def test_soundness_postlex_full():
     rng = np.random.default_rng(6)
     for name in POSTLEX:
-        _postlex_soundness(name, 200, rng)
+        _postlex_soundness(name, 100, rng)

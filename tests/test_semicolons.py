@@ -13,7 +13,7 @@ from lark.lark import PostLex
 from postlex_oracle import PostlexOracle, allowed_mask
 
 from grammask import Compiler, Grammar
-from grammask.errors import BudgetUnsupportedError, UndefinedSymbolError
+from grammask.errors import UndefinedSymbolError
 
 GRAMMAR = r"""
 start: (stmt ";")*
@@ -122,9 +122,13 @@ def test_masks_match_the_oracle(grammar, compiled):
         assert not len(diff), [(vocab.tokens[t] if t < len(vocab.tokens) else t, bool(want[t])) for t in diff[:10]]
 
 
-def test_budgets_are_refused(compiled):
-    with pytest.raises(BudgetUnsupportedError, match="postlex"):
-        compiled.matcher(max_tokens=20)
+@pytest.mark.parametrize("prefix", ["", "x = 1\n", "{ return (a +"])
+@pytest.mark.parametrize("slack", [0, 3])
+def test_budgets_count_inserted_semicolons(grammar, compiled, prefix, slack):
+    from test_budget_guarantee import longest_walk
+
+    text = prefix + longest_walk(compiled, prefix, slack)
+    assert _reference_accepts(grammar, text), text
 
 
 def test_missing_terminals_are_named():
