@@ -44,7 +44,8 @@ def build_lexical_costs(lexer: LexerAutomaton, parser_term: np.ndarray, trie: Vo
 
     Parser terminals no lexer terminal stands for (a postlex's declared ones) cost INF here. A parser
     terminal several lexer terminals stand for (a semicolon and the newline read as one) takes the
-    cheapest; a lexer terminal whose meaning depends on the lexer's mode (that newline) is no separator.
+    cheapest; a lexer terminal whose meaning depends on the lexer's mode (that newline) separates only
+    in the mode where it is ignored.
     """
     n = lexer.n_states
     adj, first = _inside_moves(trie.node_byte, trie.node_parent, trie.node_end, trie.node_tok_ptr, lexer.trans, n)
@@ -75,7 +76,7 @@ def build_lexical_costs(lexer: LexerAutomaton, parser_term: np.ndarray, trie: Vo
 
     # 2. Trails: what it takes to end a lexeme at state s before the witness that follows it.
     moded = {lexer.terminals.index(a.rsplit(":", 1)[0]) for a, _ in lexer.aliases}
-    ign_terms = [i for i in np.nonzero(ignored)[0].tolist() if i not in moded]
+    ign_terms = np.nonzero(ignored)[0].tolist()
     parser_of = {int(t): int(parser_term[t]) for t in range(n_lex)}
     n_parser = follows.shape[0]
     lex_of_parser: dict[int, int] = {}  # each parser terminal's cheapest lexer terminal
@@ -89,13 +90,16 @@ def build_lexical_costs(lexer: LexerAutomaton, parser_term: np.ndarray, trie: Vo
         follower_bytes.append(np.unique([wit_byte[y] for y in ys if wit_byte[y] >= 0]).astype(np.int64))
     all_bytes = np.unique([b for b in wit_byte[[lex_of_parser[p] for p in sorted(lex_of_parser)]] if b >= 0])
     clean = {i for i in ign_terms if wit_end[i] >= 0 and not (lexer.trans[wit_end[i], all_bytes] >= 0).any()}
+    armed = np.zeros(n, dtype=bool)  # with semicolon insertion, the second copy of the lexer's states
+    if lexer.aliases:
+        armed[n // 2:] = True
     trail = np.full(n, INF, dtype=np.int64)
     for s in accepting.tolist():
         fb = follower_bytes[accept[s]]
         if not (lexer.trans[s, fb] >= 0).any():
             trail[s] = 0
             continue
-        for i in clean:
+        for i in clean - moded if armed[s] else clean:  # an armed newline would be a semicolon
             b = wit_byte[i]
             if lexer.trans[s, b] < 0 and lexer.trans[0, b] >= 0 and not (lexer.trans[wit_end[i], fb] >= 0).any():
                 trail[s] = min(trail[s], wit_cost[i])
