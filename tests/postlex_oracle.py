@@ -215,6 +215,16 @@ class PostlexOracle:
             allowed[list(self.vocab.eos_ids)] = True
         return allowed
 
+    def accepts(self, text: bytes) -> bool:
+        """Whether ``text`` is a whole sentence (EOS allowed after it)."""
+        lexed = self.lex(text)
+        if lexed is None:
+            return False
+        done, state, pending = lexed
+        ip = self.parser.parse_interactive("")
+        post = self.start_state.copy()
+        return self._run(ip, post, done) and self._eos_ok(ip, post, state, pending)
+
     def _eos_ok(self, ip, post, state: int, pending: bytes) -> bool:
         ip, post = ip.copy(), post.copy()
         if state != 0:

@@ -254,4 +254,4 @@ def fill_masks(matchers: Sequence[Matcher], bitmask: np.ndarray, indices: Sequen
         m.fill_mask(bitmask[row])  # budgets are not built for counted terminals: nothing more to restrict
     for m, row in zip(matchers, rows, strict=True):
         if m._budget is not None and m._lexstate != _TERMINATED:
-            m._budget.restrict(bitmask[row], m._lexstate, m._stack, len(m._history))
+            m._budget.restrict(bitmask[row], m._lexstate, m._stack, len(m._history), m._post)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import threading
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Literal, overload
 
@@ -139,8 +139,8 @@ class CompiledGrammar:
         """A matcher for one output of at most ``max_tokens`` tokens (EOS included).
 
         Budgeted (see :meth:`matcher`) where the grammar can have budgets; a grammar that cannot
-        (LALR(1) conflicts resolved as Lark does) gets an unbudgeted matcher and a warning that its
-        output may be cut at the limit. ``lenient``: the same when no output fits ``max_tokens``
+        (one under the contextual lexer) gets an unbudgeted matcher and a warning that its output may
+        be cut at the limit. ``lenient``: the same when no output fits ``max_tokens``
         (a serving request is not failed for it). Raises :class:`~grammask.errors.BudgetError` for a
         budget no output fits unless ``lenient``.
         """
@@ -171,7 +171,18 @@ class CompiledGrammar:
                         encode_budget_tables, decode_budget_tables,
                     )
                     self._budget = BudgetRuntime(self._engine, tables)
+                    self._warn_uncounted(tables.parser.uncounted)
         return self._budget
+
+    def _warn_uncounted(self, rules: Sequence[int]) -> None:
+        if rules:
+            text = "; ".join(self._engine.parse.rule_text[r] for r in rules)
+            warnings.warn(
+                f"grammar {self.grammar.name!r}: token budgets count no completion through {text} where an LALR "
+                "conflict resolution drops its reduction; under max_tokens, text that needs it is masked out "
+                "(write the rule without the conflict, e.g. one nonterminal per precedence level)",
+                stacklevel=4,
+            )
 
     def __repr__(self) -> str:
         s = self.stats

@@ -27,7 +27,7 @@ from grammask.vocab import Vocabulary
 
 _LEXER_FIELDS = ("trans", "accept", "produce", "ignored")
 _LEXER_OPTIONAL = ("restart", "branch_ptr", "branch_start", "branch_mode", "lr_mode", "ban_row", "ban")
-_TABLE_ARRAYS = ("action", "goto", "rule_lhs", "rule_len", "rule_rhs")
+_TABLE_ARRAYS = ("action", "goto", "rule_lhs", "rule_len", "rule_rhs", "dropped")
 
 
 @dataclass(frozen=True, eq=False)

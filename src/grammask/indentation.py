@@ -170,7 +170,7 @@ class IndentRuntime:
         self._widths = byte_widths(spec.tab_len).tolist()
         self._real = [t for t in range(spec.alias_base - 1) if t not in (spec.newline, spec.indent, spec.dedent)]
         shifted = runner.tables.action[:, [spec.newline, spec.indent, spec.dedent]]
-        self._after_newline = set(shifted[shifted >= 0].tolist()) | {runner.initial[0]}
+        self.after_newline = set(shifted[shifted >= 0].tolist()) | {runner.initial[0]}
         self._lr_mode = None if lexer.lr_mode is None else lexer.lr_mode.tolist()
 
     def read(self, lexstate: int, stack: Stack, levels: tuple[int, ...], depth: int, width: int, data: bytes):
@@ -213,6 +213,28 @@ class IndentRuntime:
                 width += step
             lexstate = nxt
         return lexstate, stack, levels, depth, width
+
+    def width_after(self, lexstate: int, width: int, data: bytes) -> int | None:
+        """The current line's width after lexing ``data`` from (``lexstate``, ``width``) with the basic lexer
+        (:data:`NO_BREAK` where no line break is pending), None if the lexer rejects the bytes."""
+        trans, accept, restart = self._lexer._lists
+        widths = self._widths
+        for b in data:
+            nxt = trans[lexstate][b]
+            if nxt < 0:
+                if accept[lexstate] < 0:
+                    return None
+                nxt = trans[restart[lexstate]][b]
+                if nxt < 0:
+                    return None
+                width = NO_BREAK
+            step = widths[b]
+            if step < 0:
+                width = 0
+            elif width != NO_BREAK:
+                width += step
+            lexstate = nxt
+        return width
 
     def finish(self, lexstate: int, width: int) -> list[int] | None:
         """The items the pending lexeme completes at the end of input, None if it cannot end there."""
@@ -319,7 +341,7 @@ class IndentRuntime:
         """Whether the input may end here: one dedent per open level, then the end (with ``eof_newline``, a
         newline first unless the last terminal was one, or nothing came yet)."""
         feed = feed or self.runner.feed
-        if self.spec.eof_newline and stack[0] not in self._after_newline:
+        if self.spec.eof_newline and stack[0] not in self.after_newline:
             stack = feed(stack, self.spec.newline)
             if stack is None:
                 return False

@@ -194,7 +194,7 @@ class Matcher(TokenSteps):
         """
         if self._lexstate == _TERMINATED:
             return 0
-        return self._cost_model().min_tokens(self._lexstate, self._stack)
+        return self._cost_model().min_tokens(self._lexstate, self._stack, self._post)
 
     def _cost_model(self) -> TokenBudget:
         if self._costs is None:
@@ -203,11 +203,6 @@ class Matcher(TokenSteps):
 
     def _new_budget(self, max_tokens: int | None) -> TokenBudget:
         grammar = self.compiled.grammar
-        if grammar.indentation is not None or grammar.semicolons is not None:
-            raise BudgetUnsupportedError(
-                f"grammar {grammar.name!r} has a postlex (indentation or semicolon insertion): token budgets do not "
-                f"count the terminals it inserts yet"
-            )
         if self._counting is not None:
             raise BudgetUnsupportedError(
                 f"grammar {grammar.name!r} has counted terminals (length bounds kept beside the lexer state): token "
@@ -219,7 +214,7 @@ class Matcher(TokenSteps):
                 f"token budgets are built for the basic lexer only so far (pass lexer='basic' to Grammar.from_lark)"
             )
         rt = self.compiled._budget_runtime()
-        return TokenBudget(rt, max_tokens, self._lexstate, self._stack, self.compiled.grammar.name)
+        return TokenBudget(rt, max_tokens, self._lexstate, self._stack, self.compiled.grammar.name, self._post)
 
     def next_token_costs(self) -> np.ndarray:
         """Per token id: :meth:`min_tokens_to_finish` after it, -1 where it is not allowed (budget included).
@@ -230,7 +225,7 @@ class Matcher(TokenSteps):
         n = self.compiled.vocab.n_logits
         if self._lexstate == _TERMINATED:
             return np.full(n, -1, dtype=np.int64)
-        out = self._cost_model().next_token_costs(self._lexstate, self._stack, len(self._history), n)
+        out = self._cost_model().next_token_costs(self._lexstate, self._stack, len(self._history), n, self._post)
         if self.is_accepting() and (self._budget is None or len(self._history) < self._budget.limit):
             out[list(self.compiled.vocab.eos_ids)] = 0
         return out
@@ -253,7 +248,7 @@ class Matcher(TokenSteps):
         if self._memo_valid():
             row[:] = self._mask
             if self._budget is not None:
-                self._budget.restrict(row, self._lexstate, self._stack, len(self._history))
+                self._budget.restrict(row, self._lexstate, self._stack, len(self._history), self._post)
             return
         stack = self._stack
         if self._counting is not None and self._counting.near(self._lexstate, self._post):
@@ -267,7 +262,7 @@ class Matcher(TokenSteps):
         self._mask = row.copy()
         self._mask_key = (self._lexstate, stack, self._post)
         if self._budget is not None:
-            self._budget.restrict(row, self._lexstate, self._stack, len(self._history))
+            self._budget.restrict(row, self._lexstate, self._stack, len(self._history), self._post)
 
     def _table_mask(self, row: np.ndarray, lexstate: int, stack) -> bool:
         """Write the tokens allowed in ``lexstate`` with ``stack`` (EOS aside) into ``row``; False if no decoding
@@ -403,7 +398,8 @@ class Matcher(TokenSteps):
             raise TokenRejectedError(
                 token_id, f"({_show(vocab.tokens[token_id] if token_id < len(vocab.tokens) else None)}) is not allowed here"
             )
-        if budget is not None and not budget.allows(token_id, self._lexstate, self._stack, len(self._history), *new[:2]):
+        if budget is not None and not budget.allows(token_id, self._lexstate, self._stack, len(self._history), new[0],
+                                                    new[1], self._post, new[2]):
             raise TokenRejectedError(
                 token_id,
                 f"({_show(vocab.tokens[token_id])}) is not allowed: no complete output would fit "
