@@ -130,6 +130,8 @@ class Matcher(TokenSteps):
         self._history: list[tuple[int, tuple, tuple | None]] = []
         self._mask: np.ndarray | None = None
         self._mask_key: tuple | None = None
+        if self._indenter is not None and self._indenter.spec.eof_newline:
+            self._lexstate, self._stack, self._post = self._state_after(b"\n")  # CPython measures line 1 too
         if prefix:
             self._lexstate, self._stack, self._post = self._state_after(
                 prefix.encode() if isinstance(prefix, str) else prefix)

@@ -88,8 +88,9 @@ class Indentation:
     close_brackets: tuple[str, ...] = ()
     tab_len: int = 8
     eof_newline: bool = False
-    """CPython's end of input: a newline is added when the last terminal is not one, and the line after a
-    final newline is not measured (trailing blank lines never indent)."""
+    """CPython's ends of input: a newline is added when the last terminal is not one, the line after a final
+    newline is not measured (trailing blank lines never indent), and the first line is measured as if a line
+    break came before the input (an indented first line is an unexpected indent)."""
 
 
 @dataclass(frozen=True)
