@@ -43,6 +43,13 @@ NO_BREAK = -1
 START: Context = ((0,), 0, NO_BREAK)
 
 
+def _next_width(width: int, step: int) -> int:
+    """The current line's width after a byte adding ``step`` (-1: a line break)."""
+    if step < 0:
+        return 0
+    return width if width == NO_BREAK else width + step
+
+
 def byte_widths(tab_len: int) -> np.ndarray:
     """Per byte, what it adds to the current line's indentation: -1 (a line break: back to 0), 1, ``tab_len`` or 0.
 
@@ -206,11 +213,7 @@ class IndentRuntime:
                 if nxt < 0:
                     return None
                 width = NO_BREAK
-            step = widths[b]
-            if step < 0:
-                width = 0
-            elif width != NO_BREAK:
-                width += step
+            width = _next_width(width, widths[b])
             lexstate = nxt
         return lexstate, stack, levels, depth, width
 
@@ -228,11 +231,7 @@ class IndentRuntime:
                 if nxt < 0:
                     return None
                 width = NO_BREAK
-            step = widths[b]
-            if step < 0:
-                width = 0
-            elif width != NO_BREAK:
-                width += step
+            width = _next_width(width, widths[b])
             lexstate = nxt
         return width
 
