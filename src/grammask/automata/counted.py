@@ -36,6 +36,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from grammask.automata.dfa import components, successors
 from grammask.automata.patterns import regex_to_dfa
 from grammask.errors import NO_DEADLINE, Deadline, GrammarError
 
@@ -245,57 +246,15 @@ def growth(trans: np.ndarray, raw: np.ndarray, target: np.ndarray, name: str) ->
 
 def _on_unit_cycle(trans: np.ndarray, unit_edges: np.ndarray) -> np.ndarray:
     """States on a cycle that adds a unit: in a strongly connected component holding both ends of a unit edge."""
-    comp = components(trans)
+    comp = _components(trans)
     sources, symbols = np.nonzero(unit_edges)
     inner = comp[sources] == comp[trans[sources, symbols]]
     return np.isin(comp, comp[sources[inner]])
 
 
-def components(trans: np.ndarray) -> np.ndarray:
-    """The strongly connected component of every state (Tarjan's algorithm, iterative), as an int row."""
-    n = trans.shape[0]
-    succ = [np.unique(row[row >= 0]).tolist() for row in trans]
-    index = [-1] * n
-    low = [0] * n
-    on_stack = [False] * n
-    comp = np.full(n, -1, dtype=np.int64)
-    stack: list[int] = []
-    counter = 0
-    n_comps = 0
-    for root in range(n):
-        if index[root] >= 0:
-            continue
-        work = [(root, 0)]
-        while work:
-            v, i = work.pop()
-            if i == 0:
-                index[v] = low[v] = counter
-                counter += 1
-                stack.append(v)
-                on_stack[v] = True
-            edges = succ[v]
-            while i < len(edges):
-                w = edges[i]
-                i += 1
-                if index[w] < 0:
-                    work.append((v, i))
-                    work.append((w, 0))
-                    break
-                if on_stack[w]:
-                    low[v] = min(low[v], index[w])
-            else:
-                if low[v] == index[v]:
-                    while True:
-                        w = stack.pop()
-                        on_stack[w] = False
-                        comp[w] = n_comps
-                        if w == v:
-                            break
-                    n_comps += 1
-                if work:
-                    parent = work[-1][0]
-                    low[parent] = min(low[parent], low[v])
-    return comp
+def _components(trans: np.ndarray) -> np.ndarray:
+    """The strongly connected component of every state (:func:`~grammask.automata.dfa.components`), as an int row."""
+    return np.array(components(successors(trans)), dtype=np.int64).reshape(-1)
 
 
 def _forward(trans: np.ndarray, edges: np.ndarray, seed: np.ndarray) -> np.ndarray:
@@ -436,7 +395,7 @@ def _least_counts(trans: np.ndarray, inc: np.ndarray, start: int) -> np.ndarray:
 def _most_counts(trans: np.ndarray, inc: np.ndarray, start: int) -> np.ndarray:
     """Per state, the largest count a lexeme reaching it can have (:data:`NEVER` past a cycle that adds units; -1
     where unreachable), over the transitions ``trans`` (-1: none)."""
-    comp = components(trans)
+    comp = _components(trans)
     n_comps = int(comp.max(initial=-1)) + 1
     sources, symbols = np.nonzero(trans >= 0)
     targets = trans[sources, symbols]

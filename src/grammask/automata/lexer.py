@@ -33,7 +33,7 @@ from functools import cached_property, lru_cache
 import numpy as np
 
 from grammask.automata.counted import CountTables, add_levels, check_free, free_pattern
-from grammask.automata.dfa import ByteDFA, build_dfa
+from grammask.automata.dfa import ByteDFA, build_dfa, components, successors
 from grammask.automata.first_match import restrict_preempted
 from grammask.automata.patterns import compile_regex, regex_to_dfa
 from grammask.automata.regex import TrailingContext
@@ -424,14 +424,14 @@ def reach_union(trans: np.ndarray, rows: np.ndarray, deadline: Deadline = NO_DEA
     """
     if rows.size == 0:
         return rows.copy()
-    return _unpack(_reach_bits(_successors(trans), _pack(rows), deadline), rows.shape[1])
+    return _unpack(_reach_bits(successors(trans), _pack(rows), deadline), rows.shape[1])
 
 
 def alive(trans: np.ndarray, matches: np.ndarray, strict: bool) -> np.ndarray:
     """Per state and terminal: some continuation (non-empty if ``strict``) is a lexeme of that terminal."""
     if matches.size == 0:
         return matches.copy()
-    succ = _successors(trans)
+    succ = successors(trans)
     reach = _reach_bits(succ, _pack(matches), NO_DEADLINE)
     if strict:
         after = []
@@ -442,16 +442,6 @@ def alive(trans: np.ndarray, matches: np.ndarray, strict: bool) -> np.ndarray:
             after.append(union)
         reach = after
     return _unpack(reach, matches.shape[1])
-
-
-def _successors(trans: np.ndarray) -> list[list[int]]:
-    """Per state, its distinct successor states."""
-    ordered = np.sort(trans, axis=1)
-    first = np.ones(ordered.shape, dtype=bool)
-    first[:, 1:] = ordered[:, 1:] != ordered[:, :-1]
-    keep = first & (ordered >= 0)
-    values = ordered[keep]
-    return [part.tolist() for part in np.split(values, np.cumsum(keep.sum(axis=1))[:-1])]
 
 
 def _pack(rows: np.ndarray) -> list[int]:
@@ -468,56 +458,17 @@ def _unpack(bits: list[int], width: int) -> np.ndarray:
 
 def _reach_bits(succ: list[list[int]], bits: list[int], deadline: Deadline) -> list[int]:
     """Per state, the OR of ``bits`` over the states reachable from it: one pass over the strongly connected
-    components in reverse topological order (Tarjan's algorithm, iterative)."""
-    n = len(succ)
-    reach = bits[:]
-    index = [-1] * n
-    low = [0] * n
-    on_stack = [False] * n
-    stack: list[int] = []
-    counter = 0
-    for root in range(n):
-        if index[root] >= 0:
-            continue
-        work = [(root, 0)]
-        while work:
-            q, k = work.pop()
-            if k == 0:
-                index[q] = low[q] = counter
-                counter += 1
-                stack.append(q)
-                on_stack[q] = True
-            nexts = succ[q]
-            while k < len(nexts):
-                r = nexts[k]
-                k += 1
-                if index[r] < 0:
-                    work.append((q, k))
-                    work.append((r, 0))
-                    break
-                if on_stack[r]:
-                    low[q] = min(low[q], index[r])
-                else:
-                    reach[q] |= reach[r]
-            else:
-                if low[q] == index[q]:
-                    deadline.check("the lexer's producible terminals")
-                    members = []
-                    while True:
-                        r = stack.pop()
-                        on_stack[r] = False
-                        members.append(r)
-                        if r == q:
-                            break
-                    union = 0
-                    for r in members:
-                        union |= reach[r]
-                    for r in members:
-                        reach[r] = union
-                if work:
-                    parent = work[-1][0]
-                    if on_stack[q]:
-                        low[parent] = min(low[parent], low[q])
-                    else:
-                        reach[parent] |= reach[q]
-    return reach
+    components, each after those its edges lead to."""
+    comp = components(succ, deadline)
+    members: list[list[int]] = [[] for _ in range(max(comp, default=-1) + 1)]
+    for q, c in enumerate(comp):
+        members[c].append(q)
+    reach = [0] * len(members)
+    for c, states in enumerate(members):
+        union = 0
+        for q in states:
+            union |= bits[q]
+            for r in succ[q]:
+                union |= reach[comp[r]]
+        reach[c] = union
+    return [reach[c] for c in comp]
