@@ -253,7 +253,7 @@ def header(config: dict) -> str:
         f"completion. ms/token: decoding time after the prompt per step (EOS included), each output's share of "
         f"the batched forward passes (a batch runs until its longest output ends, so outputs that run alone at the "
         f"end pay more; --batch 1 gives per-sequence timings like SynCode's Table 3); mask ms/token: the time "
-        f"grammask adds (masks, advancing matchers, stop checks)."
+        f"grammask adds (masks, advancing matchers, stop checks). Reductions compare with (a) on the same problems."
         + "".join(f"\n\nSkipped: {s}" for s in config.get("skipped", []))
     )
 
