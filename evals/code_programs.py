@@ -430,8 +430,12 @@ def summarize(records: Sequence[Record]) -> list[dict]:
         b = base.get((r["model"], r["dataset"]))
         if b is None or r["condition"] == "unconstrained":
             continue
-        r["syntax_reduction"] = _reduction(b["syntax_errors"], r["syntax_errors"])
-        r["parser_syntax_reduction"] = _reduction(b["parser_syntax_errors"], r["parser_syntax_errors"])
+        # against (a) on the same problems (a condition may have run on fewer)
+        tasks = {x.task_id for x in groups[(r["model"], r["dataset"], r["condition"])]}
+        same = [x for x in groups[(r["model"], r["dataset"], "unconstrained")] if x.task_id in tasks]
+        before = sum(x.outcome in SYNTAX_OUTCOMES for x in same)
+        r["syntax_reduction"] = _reduction(before, r["syntax_errors"])
+        r["parser_syntax_reduction"] = _reduction(sum(not x.parse_ok for x in same), r["parser_syntax_errors"])
         r["mask_share_of_unconstrained"] = r["mask_ms_per_token"] / b["ms_per_token"] if b["ms_per_token"] else None
         r["slowdown"] = r["ms_per_token"] / b["ms_per_token"] if b["ms_per_token"] else None
     return rows

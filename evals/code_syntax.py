@@ -225,7 +225,7 @@ def _failed(tag: str, p: cp.Problem, condition: str, why: str, max_new_tokens: i
 
 
 def budget_unsupported(compiled, problems: list[cp.Problem], max_new_tokens: int) -> str | None:
-    """Why the grammar cannot have token budgets at all (LALR(1) conflicts resolved as Lark does), or None.
+    """Why the grammar cannot have token budgets at all (e.g. under the contextual lexer), or None.
     Condition (c) is then skipped rather than decoded without a budget."""
     from grammask.errors import BudgetUnsupportedError, GrammaskError
 
@@ -253,7 +253,7 @@ def header(config: dict) -> str:
         f"completion. ms/token: decoding time after the prompt per step (EOS included), each output's share of "
         f"the batched forward passes (a batch runs until its longest output ends, so outputs that run alone at the "
         f"end pay more; --batch 1 gives per-sequence timings like SynCode's Table 3); mask ms/token: the time "
-        f"grammask adds (masks, advancing matchers, stop checks)."
+        f"grammask adds (masks, advancing matchers, stop checks). Reductions compare with (a) on the same problems."
         + "".join(f"\n\nSkipped: {s}" for s in config.get("skipped", []))
     )
 

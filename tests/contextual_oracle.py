@@ -6,6 +6,9 @@ no merged modes, no branch aliases). The prefix is lexed under the lexing rule o
 :mod:`grammask.automata.lexer` in the DFA of the parser's current state, and every completed terminal is
 fed to the parser at once, which picks the next lexeme's DFA.
 
+A terminal whose regex has a lookahead ends a lexeme only where Python's ``re.match`` of it, on the lexeme and the
+next character, returns the lexeme whole (its lookahead may reach one byte past the lexeme).
+
 **Viability rule.** A byte string is viable iff it lexes and parses that way and its pending lexeme is
 empty or can still become (per its DFA's reachable winners) an ignored terminal or one the parser takes
 next. Token ``t`` is allowed after prefix ``w`` iff ``w + t`` is viable; EOS iff the pending lexeme is
@@ -13,6 +16,8 @@ complete, the parser takes its terminal (if not ignored) and then the end of inp
 """
 
 from __future__ import annotations
+
+import re
 
 import numpy as np
 from lark import Lark, Token
@@ -25,10 +30,16 @@ from grammask.grammar.lark_frontend import _no_collision_check
 
 
 class _ModeDFA:
-    """One LR state's lexer: transitions, each state's winner (a grammar terminal index) and producible set."""
+    """One LR state's lexer: transitions, each state's winner (a grammar terminal index) and producible set.
 
-    def __init__(self, grammar: Grammar, members: list[int], rank: dict[int, int]):
-        dfa = build_dfa([compile_regex(grammar.terminals[i].pattern, grammar.terminals[i].flags) for i in members])
+    ``nfas`` holds each terminal's compiled regex where already known (filled in as needed)."""
+
+    def __init__(self, grammar: Grammar, members: list[int], rank: dict[int, int], nfas: dict | None = None):
+        nfas = {} if nfas is None else nfas
+        for i in members:
+            if i not in nfas:
+                nfas[i] = compile_regex(grammar.terminals[i].pattern, grammar.terminals[i].flags)
+        dfa = build_dfa([nfas[i] for i in members])
         self.trans = dfa.trans.tolist()
         self.winner = [min((members[t] for t in tags), key=rank.__getitem__) if tags else -1 for tags in dfa.accepts]
         n = len(self.trans)
@@ -45,6 +56,23 @@ class _ModeDFA:
                     changed = True
 
 
+class Lookaheads:
+    """The terminals whose regex has a lookahead, and whether a lexeme of one may end before some text, by ``re``."""
+
+    def __init__(self, grammar: Grammar):
+        self.patterns = {i: re.compile(t.pattern) for i, t in enumerate(grammar.terminals)
+                         if "(?=" in t.pattern or "(?!" in t.pattern}
+
+    def ends_before(self, term: int, lexeme: bytes, after: bytes) -> bool:
+        """Whether ``lexeme`` of ``term`` may end before ``after`` (b"": the end of input)."""
+        pattern = self.patterns.get(term)
+        if pattern is None:
+            return True
+        text = lexeme.decode("utf-8", "replace")
+        m = pattern.match(text + after.decode("utf-8", "replace")[:1])
+        return m is not None and m.end() == len(text)
+
+
 class ContextualOracle:
     """Masks of a grammar under Lark's contextual lexer, by brute force over the vocabulary."""
 
@@ -57,6 +85,7 @@ class ContextualOracle:
         self.index = {n: i for i, n in enumerate(self.names)}
         self.ignored = {i for i, n in enumerate(self.names) if n in grammar.ignore}
         self.rank = {i: int(r) for i, r in enumerate(rank.tolist())}
+        self.looks = Lookaheads(grammar)
         self._dfas: dict[frozenset[int], _ModeDFA] = {}
         self._fed: dict[tuple, object] = {}
 
@@ -84,28 +113,29 @@ class ContextualOracle:
         return self._fed[key]
 
     def _run(self, config, data: bytes):
-        """(mode DFA, state, parser) after non-empty ``data`` from ``config``, or None if rejected (the state
-        is a pending lexeme's, or 0 for none only at the very start)."""
-        dfa, q, ip = config
-        for b in data:
+        """(mode DFA, state, parser, pending lexeme's text) after non-empty ``data`` from ``config``, or None if
+        rejected (the state is a pending lexeme's, or 0 for none only at the very start)."""
+        dfa, q, ip, lexeme = config
+        start = 0
+        for i, b in enumerate(data):
             nxt = dfa.trans[q][b]
             if nxt < 0:
                 term = dfa.winner[q]
-                if term < 0:
+                if term < 0 or not self.looks.ends_before(term, lexeme + data[start:i], data[i:]):
                     return None
                 ip = self._feed(ip, term)
                 if ip is None:
                     return None
                 dfa = self._mode(ip)
-                q = 0
+                q, lexeme, start = 0, b"", i
                 nxt = dfa.trans[q][b]
                 if nxt < 0:
                     return None
             q = nxt
-        return dfa, q, ip
+        return dfa, q, ip, lexeme + data[start:]
 
     def _viable_end(self, config, started: bool = True) -> bool:
-        dfa, q, ip = config
+        dfa, q, ip, _ = config
         if not started:
             return True
         return any(x in self.ignored or self._feed(ip, x) is not None for x in dfa.produce[q])
@@ -113,7 +143,7 @@ class ContextualOracle:
     def mask(self, prefix: bytes) -> np.ndarray:
         """Boolean mask over ``vocab.n_logits`` for the byte prefix (which must be viable)."""
         ip = self.parser.parse_interactive("")
-        config = self._run((self._mode(ip), 0, ip), prefix)
+        config = self._run((self._mode(ip), 0, ip, b""), prefix)
         assert config is not None and self._viable_end(config, bool(prefix)), "prefix is not viable"
         allowed = np.zeros(self.vocab.n_logits, dtype=bool)
         for tok, data in enumerate(self.vocab.tokens):
@@ -125,10 +155,10 @@ class ContextualOracle:
         return allowed
 
     def _accepts_end(self, config, started: bool) -> bool:
-        dfa, q, ip = config
+        dfa, q, ip, lexeme = config
         if started:
             term = dfa.winner[q]
-            if term < 0:
+            if term < 0 or not self.looks.ends_before(term, lexeme, b""):
                 return False
             ip = self._feed(ip, term)
             if ip is None:

@@ -37,18 +37,24 @@ def lex_all(lexer, data: bytes) -> list[int] | None:
     """The terminals the lexing rule makes of the whole input, or None if it rejects it.
 
     Tracks whether a lexeme is pending itself: the automaton's start state can be re-entered
-    after reading bytes (``[ab]*abb`` after ``b``), so the state alone does not tell.
+    after reading bytes (``[ab]*abb`` after ``b``), so the state alone does not tell; and the count of a
+    lexeme of counted terminals (``maxLength``).
     """
-    trans, accept = lexer.trans, lexer.accept
+    trans, accept, counter = lexer.trans, lexer.accept, lexer.counter
     out: list[int] = []
-    state, pending = 0, False
+    state, pending, count = 0, False, lexer.start_count
     for b in data:
         nxt = int(trans[state, b])
+        came_from = state
         if nxt < 0:
             if not pending or accept[state] < 0 or trans[0, b] < 0:
                 return None
             out.append(int(accept[state]))
-            nxt = int(trans[0, b])
+            nxt, came_from, count = int(trans[0, b]), 0, lexer.start_count
+        if counter is not None:  # counted terminals: the lexeme moves up the levels of its count
+            count += int(counter.inc[came_from, b])
+            while count >= counter.up_at[nxt]:
+                nxt = int(counter.lift[nxt])
         state, pending = nxt, True
     if pending:
         if accept[state] < 0:

@@ -65,6 +65,10 @@ class _IndentState:
         other.ind = copy.deepcopy(self.ind)
         return other
 
+    def key(self):
+        """What the indenter's future depends on: its levels and bracket depth."""
+        return tuple(self.ind.indent_level), self.ind.paren_level
+
     def run(self, tokens):
         for tok in self.ind._process(iter([*tokens, _Done("__DONE__", "")])):
             if isinstance(tok, _Done):
@@ -87,6 +91,10 @@ class _SemicolonState:
 
     def copy(self):
         return copy.copy(self)
+
+    def key(self):
+        """What the postlex's future depends on: the last token it passed on."""
+        return None if self.last is None else self.last.type
 
     def _replay(self, tokens):
         out = self.postlex.process(iter([*([self.last] if self.last is not None else []), *tokens]))
@@ -206,6 +214,16 @@ class PostlexOracle:
         if self._eos_ok(ip, post, state, pending):
             allowed[list(self.vocab.eos_ids)] = True
         return allowed
+
+    def accepts(self, text: bytes) -> bool:
+        """Whether ``text`` is a whole sentence (EOS allowed after it)."""
+        lexed = self.lex(text)
+        if lexed is None:
+            return False
+        done, state, pending = lexed
+        ip = self.parser.parse_interactive("")
+        post = self.start_state.copy()
+        return self._run(ip, post, done) and self._eos_ok(ip, post, state, pending)
 
     def _eos_ok(self, ip, post, state: int, pending: bytes) -> bool:
         ip, post = ip.copy(), post.copy()

@@ -138,7 +138,8 @@ def test_deep_stacks_fall_back_to_python(monkeypatch):
     calls = []
     original = Matcher._add_unknown_classes
     monkeypatch.setattr(Matcher, "_add_unknown_classes",
-                        lambda self, row, stack, unknown: (calls.append(len(unknown)), original(self, row, stack, unknown)))
+                        lambda self, row, stack, unknown, *rest: (calls.append(len(unknown)),
+                                                                  original(self, row, stack, unknown, *rest)))
     matchers = []
     for depth in (3, 255, 300, 1000):
         m = compiled.matcher()

@@ -21,7 +21,7 @@ from oracle import MaskOracle
 from grammask import Grammar, compile
 from grammask.bitmask import allocate_bitmask, bitmask_to_bool
 from grammask.compiler import clear_caches
-from grammask.errors import BudgetError, GrammarConflictError, GrammarError
+from grammask.errors import GrammarConflictError, GrammarError
 from grammask.grammar.ir import Rule
 from grammask.grammar.lark_export import lark_parser, to_lark_text
 from grammask.parser.tables import ParseTables, build_parse_tables, decode_reduce
@@ -180,12 +180,17 @@ def test_notes_survive_the_disk_cache(tmp_path):
     assert loaded.notes == built.notes and any("ELSE" in n for n in loaded.notes)
 
 
-def test_budgets_refuse_resolved_conflicts():
+@pytest.mark.parametrize("prefix", ["", "if x then", "if x then if y then z"])
+@pytest.mark.parametrize("slack", [0, 5])
+def test_budgets_count_what_the_resolved_tables_parse(prefix, slack):
+    from test_budget_guarantee import longest_walk
+
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         compiled = compile(Grammar.from_lark(DANGLING_ELSE, lexer="basic"), get_vocab("smollm2"), cache=False)
-    with pytest.raises(BudgetError, match="without LALR.1. conflicts"):
-        compiled.matcher(max_tokens=50)
+    assert compiled._engine.parse.dropped.shape[0]
+    text = prefix + longest_walk(compiled, prefix, slack)
+    Lark(DANGLING_ELSE, parser="lalr", lexer="basic").parse(text)
 
 
 def test_agrees_with_lark_on_resolved_conflicts():

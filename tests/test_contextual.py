@@ -60,7 +60,18 @@ Y: "x"
 """
 SPLIT_DOCS = ["pkxx", "pk x x x", "qkxxxx", "q k x xxx"]
 
-SMALL = {"let": (LET, LET_ONLY_CONTEXTUAL), "keys": (KEYS, KEYS_ONLY_CONTEXTUAL), "split": (SPLIT, SPLIT_DOCS)}
+# STRING's lookahead reaches one byte past ''. After "a" only STRING may stand, so no LONG lexeme extends '' on a
+# third quote: there '' may not end before "'" (a ban), and "a'''x'" is rejected, as Lark's regex rejects it.
+QUOTES = r"""
+start: "a" STRING+ | "b" (STRING | LONG)+
+STRING: /'(?!'')[^']*'/
+LONG: /'''[^']*'''/
+%ignore " "
+"""
+QUOTES_DOCS = ["a'' 'x'", "b'''x''''y'", "a'x''y'", "b'' '''q'''"]
+
+SMALL = {"let": (LET, LET_ONLY_CONTEXTUAL), "keys": (KEYS, KEYS_ONLY_CONTEXTUAL), "split": (SPLIT, SPLIT_DOCS),
+         "quotes": (QUOTES, QUOTES_DOCS)}
 
 
 def _compiled(text: str, vocab_name: str):
@@ -111,6 +122,15 @@ def test_stack_decides_a_token_lexed_in_two_modes(vocab_name):
     assert verdicts == {"pk": False, "qk": True, "p k": False, "qkx": True}
 
 
+def test_a_lexeme_whose_lookahead_fails_may_not_end():
+    _, compiled = _compiled(QUOTES, "smollm2")
+    assert compiled._engine.lexer.ban is not None
+    lark = Lark(QUOTES, parser="lalr", lexer="contextual")
+    for doc, accepted in [("a'''x'", False), ("a'' 'x'", True), ("b'''x'''", True), ("a''", True), ("a'''", False)]:
+        assert _lark_accepts(lark, doc) == accepted, doc
+        assert _grammask_accepts(compiled, get_vocab("smollm2"), doc) == accepted, doc
+
+
 def _lark_accepts(parser: Lark, text: str) -> bool:
     try:
         parser.parse(text)
@@ -124,7 +144,7 @@ def _grammask_accepts(compiled, vocab, text: str) -> bool:
     return all(matcher.accept_token(t) for t in vocab.encode(text)) and matcher.is_accepting()
 
 
-@pytest.mark.parametrize("name", ["c", "let", "keys", "split"])
+@pytest.mark.parametrize("name", ["c", "let", "keys", "split", "quotes"])
 def test_agrees_with_lark(name):
     """Whole documents, sampled and mutated: grammask's verdict is Lark's with ``lexer="contextual"``."""
     text = builtin_source("c") if name == "c" else SMALL[name][0]
@@ -198,6 +218,6 @@ def test_refusals_name_the_problem():
     _, compiled = _compiled(LET, "smollm2")
     with pytest.raises(BudgetUnsupportedError, match="contextual lexer"):
         compiled.matcher(max_tokens=20)
-    python = Grammar.from_lark(builtin_source("python"), postlex=builtin_postlex("python"), lexer="contextual")
-    with pytest.raises(ConfigurationError, match="lexer='basic'"):
-        build_front(python)
+    go = Grammar.from_lark(builtin_source("go"), postlex=builtin_postlex("go"), lexer="contextual")
+    with pytest.raises(ConfigurationError, match="semicolon insertion.*lexer='basic'"):
+        build_front(go)

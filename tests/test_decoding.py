@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import itertools
 import math
+import warnings
 from dataclasses import dataclass
 
 import numpy as np
@@ -567,10 +568,12 @@ def test_generate_stops_at_a_stop_sequence_with_a_sentence_before_it(strategy, c
     assert stopped >= 2
 
 
-def test_generate_without_budgets_for_a_grammar_with_resolved_conflicts():
+def test_generate_keeps_budgets_for_a_grammar_with_resolved_conflicts():
     dangling = Grammar.from_lark('start: "[" s "]"\ns: "a" s | "a" s "," s | "1"\n')
     model = ToyTextModel(BigramModel.random(3).table)
-    with pytest.warns(UserWarning, match="no token budget"):
-        out = grammask.generate(model, "[", dangling, max_tokens=8)
-    assert out.stats.stop_reason in ("eos", "max_tokens") and len(out.tokens) <= 8
-    assert accepts_whole(compile(dangling, model.vocab, cache=False), out.tokens, out.stats.stop_reason)
+    for seed in range(5):
+        with warnings.catch_warnings():
+            warnings.filterwarnings("error", message=".*no token budget")
+            out = grammask.generate(model, "[", dangling, max_tokens=8, strategy="sample", seed=seed)
+        assert out.stats.stop_reason == "eos" and len(out.tokens) <= 8
+        assert accepts_whole(compile(dangling, model.vocab, cache=False), out.tokens, out.stats.stop_reason)

@@ -15,7 +15,6 @@ from postlex_oracle import PostlexOracle, allowed_mask
 
 from grammask import Compiler, Grammar
 from grammask.errors import (
-    BudgetUnsupportedError,
     ConfigurationError,
     GrammarError,
     UndefinedSymbolError,
@@ -158,9 +157,13 @@ def test_prefix_ending_inside_indentation(compiled):
     assert not any(m.accept_token(t) for t in compiled.vocab.encode("y"))
 
 
-def test_budgets_are_refused(compiled):
-    with pytest.raises(BudgetUnsupportedError, match="indentation"):
-        compiled.matcher(max_tokens=50)
+@pytest.mark.parametrize("prefix", ["", "def f(x):\n", "def f(x):\n    if x:\n        y = (1,", "class A:\n  x = 1\n"])
+@pytest.mark.parametrize("slack", [0, 4])
+def test_budgets_count_indents_and_dedents(compiled, prefix, slack):
+    from test_budget_guarantee import longest_walk
+
+    text = prefix + longest_walk(compiled, prefix, slack)
+    assert _lark_accepts(text.lstrip(" \t\x0c")), text
 
 
 def test_bad_indenters():

@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
+import dataclasses
+
+import lark
 import pytest
 
 from grammask import Grammar
 from grammask.automata.lexer import build_lexer
+from grammask.mask_tables import build_front
 
 
-def _lex(grammar_text: str, data: bytes):
-    lexer = build_lexer(Grammar.from_lark(grammar_text))
+def _lex(grammar: str | Grammar, data: bytes):
+    lexer = build_lexer(Grammar.from_lark(grammar) if isinstance(grammar, str) else grammar)
     stepped = lexer.step(0, data)
     if stepped is None:
         return None
@@ -42,7 +46,30 @@ def test_literal_wins_tie_with_regex():
 def test_priority_wins_tie():
     g = 'start: (A | B)*\nA.2: /[0-9]+/\nB: /[0-9a-f]+/\n'
     assert _lex(g, b"12") == ["A"]
-    assert _lex(g, b"1f") == ["B"]
+    assert _lex(g, b"f1") == ["B"]
+
+
+def test_earlier_terminal_preempts_as_in_lark():
+    # Lark tries A first (priority 2) and takes its match "1": a Lark grammar never lexes "1f" as B.
+    g = 'start: (A | B)*\nA.2: /[0-9]+/\nB: /[0-9a-f]+/\n'
+    assert _lex(g, b"1f") == ["A", "B"]
+    assert _lex(g, b"1f") == _lark_lex(g, "1f")
+    # A grammar grammask writes itself keeps plain maximal munch.
+    assert _lex(dataclasses.replace(Grammar.from_lark(g), first_match=False), b"1f") == ["B"]
+
+
+@pytest.mark.parametrize("text", ["int", "INT", "İnt", "ınt", "İNT", "Tİme", "tıme", "ſet", "seTſ"])
+def test_case_insensitive_literal_after_name_as_in_lark(text):
+    # "int"i also matches "İnt" (re folds İ to i), but CNAME comes first in Lark's order and stops before İ.
+    g = 'start: (INT | TIME | SET | CNAME)*\nINT: "int"i\nTIME: "time"i\nSET: "set"i\nCNAME: /[A-Za-z_][A-Za-z0-9_]*/\n'
+    assert _lex(g, text.encode()) == _lark_lex(g, text)
+
+
+def _lark_lex(grammar_text: str, text: str) -> list[str] | None:
+    try:
+        return [t.type for t in lark.Lark(grammar_text, parser="lalr", lexer="basic").lex(text)]
+    except lark.exceptions.UnexpectedInput:
+        return None
 
 
 def test_no_backtracking():
@@ -94,3 +121,10 @@ def test_a_literal_an_ignored_regex_matches_whole_is_never_emitted():
     assert [lexer.terminals[t] for t in emitted] == ["A", "__IGNORE_0", "HASH"] and lexer.ignored[lexer.accept[state]]
     with pytest.raises(LarkError):
         Lark(text, parser="lalr", lexer="basic").parse("a #\n")
+
+
+def test_terminal_that_never_wins_is_warned():
+    # /\s+/ comes first in Lark's order and matches every string of /\n+/ whole: NL is never lexed.
+    g = Grammar.from_lark('start: (WORD | NL | WS)*\nWORD: /[a-z]+/\nNL: /\\n+/\nWS: /\\s+/\n', lexer="basic")
+    with pytest.warns(UserWarning, match=r"terminal\(s\) NL can never be lexed"):
+        build_front(g)

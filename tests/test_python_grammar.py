@@ -26,6 +26,7 @@ import warnings
 from functools import cache
 
 import pytest
+from conftest import get_vocab
 from lark import Lark
 from lark.exceptions import GrammarError as LarkGrammarError
 from lark.exceptions import LarkError
@@ -356,3 +357,21 @@ def test_stdlib_files_full():
 @pytest.mark.slow
 def test_mutations_full():
     _check_mutations(1000)
+
+
+@pytest.mark.parametrize("text", [
+    " x = 1\n", "\tx = 1\n", "  # c\nx = 1\n", "# c\n  x = 1\n", "  \n", "   # c", "", "x = 1\n y = 2\n",
+    "  \\\nx = 1\n", "\x0cx = 1\n",
+])
+def test_engine_measures_the_first_line_as_cpython(text):
+    compiled = grammask.Compiler(get_vocab("smollm2")).compile(grammask.Grammar.builtin("python"))
+    vocab = compiled.vocab
+    m = compiled.matcher()
+    accepted = all(m.accept_token(t) for t in vocab.encode(text)) and m.is_accepting()
+    assert accepted == cpython_accepts(text)
+    try:
+        compiled.matcher(prefix=text)
+        prefix_ok = True
+    except grammask.errors.TextRejectedError:
+        prefix_ok = False
+    assert prefix_ok or not cpython_accepts(text)

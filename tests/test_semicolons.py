@@ -13,12 +13,13 @@ from lark.lark import PostLex
 from postlex_oracle import PostlexOracle, allowed_mask
 
 from grammask import Compiler, Grammar
-from grammask.errors import BudgetUnsupportedError, UndefinedSymbolError
+from grammask.errors import BudgetError, UndefinedSymbolError
 
 GRAMMAR = r"""
 start: (stmt ";")*
 stmt: NAME "=" expr | "return" expr? | "{" (stmt ";")* stmt? "}" | "f" "(" [expr ("," expr)*] ")"
-expr: NAME | NUMBER | expr "+" expr | "(" expr ")"
+expr: atom ("+" atom)*
+atom: NAME | NUMBER | "(" expr ")"
 NAME: /[a-z_][a-z0-9_]*/
 NUMBER: /[0-9]+/
 _NL: "\n"
@@ -122,9 +123,23 @@ def test_masks_match_the_oracle(grammar, compiled):
         assert not len(diff), [(vocab.tokens[t] if t < len(vocab.tokens) else t, bool(want[t])) for t in diff[:10]]
 
 
-def test_budgets_are_refused(compiled):
-    with pytest.raises(BudgetUnsupportedError, match="postlex"):
-        compiled.matcher(max_tokens=20)
+@pytest.mark.parametrize("prefix", ["", "x = 1\n", "{ return (a +"])
+@pytest.mark.parametrize("slack", [0, 3])
+def test_budgets_count_inserted_semicolons(grammar, compiled, prefix, slack):
+    from test_budget_guarantee import longest_walk
+
+    text = prefix + longest_walk(compiled, prefix, slack)
+    assert _reference_accepts(grammar, text), text
+
+
+def test_budgets_name_the_rules_a_conflict_resolution_hides(grammar):
+    ambiguous = GRAMMAR.replace('expr: atom ("+" atom)*\natom:', 'expr: expr "+" expr |')
+    compiled = Compiler(get_vocab("smollm2"), cache=False).compile(Grammar.from_lark(ambiguous, postlex=Semis(),
+                                                                                      lexer="basic"))
+    with pytest.warns(UserWarning, match="count no completion through expr -> expr PLUS expr"):
+        assert compiled.matcher(max_tokens=20).min_tokens_to_finish() == 1
+    with pytest.raises(BudgetError, match="budgets count no complete output"):
+        compiled.matcher(prefix="x = a +", max_tokens=20)
 
 
 def test_missing_terminals_are_named():

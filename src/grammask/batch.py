@@ -230,9 +230,13 @@ def fill_masks(matchers: Sequence[Matcher], bitmask: np.ndarray, indices: Sequen
     threads = max(1, min(threads, len(matchers)))
     groups: dict[int, _Group] = {}
     memo: list[tuple[Matcher, int]] = []
+    own: list[tuple[Matcher, int]] = []
     for m, row in zip(matchers, rows, strict=True):
         if m._lexstate != _TERMINATED and m._memo_valid():
             memo.append((m, row))
+            continue
+        if m._counting is not None and m._lexstate != _TERMINATED and m._counting.near(m._lexstate, m._post):
+            own.append((m, row))  # a counted lexeme near its level's end: several levels' masks, in Python
             continue
         engine = m.compiled._engine
         group = groups.get(id(engine))
@@ -246,6 +250,8 @@ def fill_masks(matchers: Sequence[Matcher], bitmask: np.ndarray, indices: Sequen
         group.finish(bitmask)
     for m, row in memo:
         bitmask[row] = m._mask
+    for m, row in own:
+        m.fill_mask(bitmask[row])  # budgets are not built for counted terminals: nothing more to restrict
     for m, row in zip(matchers, rows, strict=True):
         if m._budget is not None and m._lexstate != _TERMINATED:
-            m._budget.restrict(bitmask[row], m._lexstate, m._stack, len(m._history))
+            m._budget.restrict(bitmask[row], m._lexstate, m._stack, len(m._history), m._post)

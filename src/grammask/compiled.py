@@ -11,7 +11,7 @@ import dataclasses
 import threading
 import time
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Literal, overload
 
@@ -127,7 +127,7 @@ class CompiledGrammar:
         Raises :class:`~grammask.errors.TextRejectedError` (with the byte position) for a prefix no
         sentence starts with, :class:`~grammask.errors.BudgetError` when no output fits the budget,
         :class:`~grammask.errors.ConfigurationError` when ``max_tokens`` is not an int or ``canonical``
-        comes with ``max_tokens`` or ``prefix``, and :class:`~grammask.errors.CanonicalError` when the
+        comes with ``max_tokens`` or ``prefix`` or with counted terminals (length bounds), and :class:`~grammask.errors.CanonicalError` when the
         vocabulary has no tokenizer, its tokenizer's canonical encodings cannot be modelled, or (regex) no string
         of the language has one.
         """
@@ -136,6 +136,9 @@ class CompiledGrammar:
         if max_tokens is not None or prefix:
             raise ConfigurationError("canonical=True does not combine with max_tokens or prefix yet; "
                                      "drop one of them")
+        if self._engine.lexer.counter is not None:
+            raise ConfigurationError(f"canonical=True does not combine with counted terminals (length bounds kept "
+                                     f"beside the lexer state) yet: grammar {self.grammar.name!r} has some")
         try:
             relation = self._relation_of()
         except VocabularyError as e:
@@ -154,8 +157,8 @@ class CompiledGrammar:
         """A matcher for one output of at most ``max_tokens`` tokens (EOS included).
 
         Budgeted (see :meth:`matcher`) where the grammar can have budgets; a grammar that cannot
-        (LALR(1) conflicts resolved as Lark does) gets an unbudgeted matcher and a warning that its
-        output may be cut at the limit. ``lenient``: the same when no output fits ``max_tokens``
+        (one under the contextual lexer) gets an unbudgeted matcher and a warning that its output may
+        be cut at the limit. ``lenient``: the same when no output fits ``max_tokens``
         (a serving request is not failed for it). Raises :class:`~grammask.errors.BudgetError` for a
         budget no output fits unless ``lenient``.
         """
@@ -208,7 +211,18 @@ class CompiledGrammar:
                         encode_budget_tables, decode_budget_tables,
                     )
                     self._budget = BudgetRuntime(self._engine, tables)
+                    self._warn_uncounted(tables.parser.uncounted)
         return self._budget
+
+    def _warn_uncounted(self, rules: Sequence[int]) -> None:
+        if rules:
+            text = "; ".join(self._engine.parse.rule_text[r] for r in rules)
+            warnings.warn(
+                f"grammar {self.grammar.name!r}: token budgets count no completion through {text} where an LALR "
+                "conflict resolution drops its reduction; under max_tokens, text that needs it is masked out "
+                "(write the rule without the conflict, e.g. one nonterminal per precedence level)",
+                stacklevel=4,
+            )
 
     def __repr__(self) -> str:
         s = self.stats

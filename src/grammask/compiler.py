@@ -131,8 +131,7 @@ class Compiler:
         t_front = time.perf_counter() - start
         walks = self._trie.walks()
         t_trie = time.perf_counter() - start - t_front
-        masks, tables = build_mask_tables(front, self.vocab, walks, deadline, lazy=self.lazy)
-        phases = dict(masks.timings)
+        masks, tables, indent, phases = build_mask_tables(front, self.vocab, walks, deadline, lazy=self.lazy)
         stats = CompileStats(
             seconds=time.perf_counter() - start,
             lexer_states=lexer.n_states,
@@ -141,7 +140,7 @@ class Compiler:
             complete=masks.complete,
             **masks.counts(),
         )
-        return Engine(lexer, tables, front.parser_term, masks, self.vocab, self._trie, front.indent), stats
+        return Engine(lexer, tables, front.parser_term, masks, self.vocab, self._trie, indent), stats
 
     def _decode(self, arrays: dict, meta: dict) -> tuple[Engine, CompileStats]:
         engine = Engine.from_arrays(arrays, meta, self.vocab, self._trie)

@@ -26,19 +26,26 @@ import numpy as np
 
 from grammask.errors import GrammarError
 from grammask.spanner import (
+    NO_BREAK_YET,
+    NO_NEWLINE,
+    NewlineWidths,
     SequenceTable,
     TrieWalk,
     VocabTrie,
     copy_stored,
     intern,
+    next_width,
     report,
     store_subtree,
+    width_slot,
 )
 
 _DONE, _FULL, _OUT_FULL, _TOO_DEEP = 0, 1, 2, 3
+_NO_PARSE = -2  # a sequence id meaning: no parser state takes this reading of the token
 # Pending superpositions kept at once (per compile) and aliases; more raise (a grammar with very many modes).
 _MAX_PENDING = 1 << 20
 MAX_ALIASES = 1 << 16
+_MAX_OPTIONS = 63  # modes a terminal's next lexeme may start in: one bit each in an alias's int64 set
 _MAX_DEPTH = 4096  # splits open at once: at most one per byte of a token
 
 
@@ -51,6 +58,12 @@ class Superpositions:
     """
 
     def __init__(self, max_options: int, base: int):
+        """Raises :class:`~grammask.errors.GrammarError` for a terminal with more branch options than a bit set holds."""
+        if max_options > _MAX_OPTIONS:
+            raise GrammarError(
+                f"the contextual lexer's next lexeme may start in {max_options} modes after one terminal; grammask's walk "
+                f"handles at most {_MAX_OPTIONS}; try lexer='basic'"
+            )
         self.base = base
         self.term = np.full(1024, -1, dtype=np.int32)
         self.comp = np.full((1024, max(max_options, 1)), -1, dtype=np.int32)
@@ -84,12 +97,28 @@ class Superpositions:
 def walk_contextual(
     trie: VocabTrie, trans: np.ndarray, accept: np.ndarray, restart: np.ndarray, ignored: np.ndarray,
     parser_term: np.ndarray, branch_ptr: np.ndarray, branch_start: np.ndarray, start: int, seqs: SequenceTable,
-    sup: Superpositions, work: TrieWalk,
+    sup: Superpositions, work: TrieWalk, may: tuple[np.ndarray, np.ndarray], newline: NewlineWidths | None = None,
+    bans: tuple[np.ndarray, np.ndarray] | None = None,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Lex every token from lexer state ``start`` of a contextual lexer: ``(entries, seq, end)`` as
     :func:`~grammask.spanner.walk_alive` reports them, an entry possibly several times (once per lexer state
     its superposed modes end in). Sequences hold aliases (ids ``sup.base + a``) for branch terminals.
-    Raises :class:`~grammask.errors.GrammarError` when a table outgrows its bound (a grammar with very many modes)."""
+
+    ``may`` says which parser terminal an item may be followed by: ``may[0][x, y]`` for parser terminal ``x``, and
+    ``may[1][t, k, y]`` for lexer terminal ``t`` read with the mode of its branch option ``k`` (some LR state the item
+    shifts into has an action on ``y``). A reading of a token with two items that may not follow each other is never
+    parsed, so it is dropped: without that, runs such as ``'.' * 32`` (``...`` one lexeme where the parser takes an
+    ellipsis, three dots elsewhere) split into exponentially many readings.
+
+    With ``newline`` (the indenter's), that terminal is written as a context id carrying its last line's width and,
+    where the modes after it part, the alias of those whose reading the token follows (see
+    :mod:`grammask.indentation`). ``bans`` are the lexer's ``(ban_row, ban)`` (lexemes that may not end before
+    some bytes), None if it has none. Raises :class:`~grammask.errors.GrammarError` when a table outgrows its bound
+    (a grammar with very many modes)."""
+    newline = newline or NO_NEWLINE
+    ctx_base = newline.base if newline.terminal >= 0 else np.iinfo(np.int64).max
+    ctx = np.array([newline.terminal, len(ignored), ctx_base, newline.stride], dtype=np.int64)
+    ban_row, ban = bans or (np.full(trans.shape[0], -1, dtype=np.int32), np.zeros((1, 257), dtype=np.bool_))
     room = len(trie.token_ids) + 1
     while True:
         seqs.ensure_room(room)
@@ -97,7 +126,7 @@ def walk_contextual(
             trie.node_byte, trie.node_parent, trie.node_end, trie.node_tok_ptr, trans, accept, restart, ignored,
             parser_term, branch_ptr, branch_start, np.int32(start), seqs.slots, seqs.parent, seqs.last,
             seqs.count, np.int64(seqs.n_terms), work.state, work.seq, *work.out, *work.cache(), sup.frames,
-            *sup.arrays(),
+            *sup.arrays(), ctx, newline.byte_width, work.width, ban_row, ban, may,
         )
         if status == _DONE:
             return entries, seq, end
@@ -200,12 +229,72 @@ def _members(values, value):
 
 
 @nb.njit(cache=True, inline="always")
-def _with_alias(t, bits, seq, slots, parent, last, count, n_terms, capacity, a_term, a_mask, a_slots, counts, base):
-    """Sequence ``seq`` followed by alias (t, bits); -1 when a table must grow first."""
-    pt = _alias_pt(t, bits, a_term, a_mask, a_slots, counts, base)
+def _ended(term, width, ctx):
+    """The pending terminal of a lexeme of lexer terminal ``term`` ended on a line ``width`` wide (the walk's width
+    code): the terminal itself, or for the indenter's newline ``n_lex`` plus the width code."""
+    return ctx[1] + width if term == ctx[0] else np.int64(term)
+
+
+@nb.njit(cache=True, inline="always")
+def _lexer_term(t, ctx):
+    """The lexer terminal of pending terminal ``t`` (see :func:`_ended`)."""
+    return ctx[0] if t >= ctx[1] else t
+
+
+@nb.njit(cache=True, inline="always")
+def _item(t, parser_term, ctx):
+    """The sequence item of pending terminal ``t`` read in any mode: its parser terminal, or a newline's context id
+    (see :mod:`grammask.indentation`); -1 for an ignored one."""
+    if t >= ctx[1]:
+        return ctx[2] + 1 + ctx[3] * (t - ctx[1])
+    return np.int64(parser_term[t])
+
+
+@nb.njit(cache=True, inline="always")
+def _may_follow(x, y, may, a_term, a_mask, base, ctx, parser_term):
+    """Whether sequence item ``y`` can be accepted right after item ``x`` (some LR state ``x`` shifts into has an action
+    on ``y``): a necessary condition, so a sequence where it fails is never accepted. Context ids pass."""
+    plain, by_option = may
+    if x >= ctx[2] or y >= ctx[2]:
+        return True
+    if y >= base:
+        y = parser_term[a_term[y - base]]
+    if x < base:
+        return plain[x, y]
+    t = a_term[x - base]
+    bits = a_mask[x - base]
+    for k in range(by_option.shape[1]):
+        if bits >> k & 1 and by_option[t, k, y]:
+            return True
+    return False
+
+
+@nb.njit(cache=True, inline="always")
+def _append(seq, pt, slots, parent, last, count, n_terms, capacity, may, a_term, a_mask, base, ctx, parser_term):
+    """Sequence ``seq`` followed by item ``pt``, interned: -1 when the table must grow first, :data:`_NO_PARSE` when
+    ``pt`` can never follow ``seq``'s last item (the token's reading dies)."""
+    if seq > 0 and not _may_follow(last[seq], pt, may, a_term, a_mask, base, ctx, parser_term):
+        return np.int64(_NO_PARSE)
+    return intern(seq, pt, slots, parent, last, count, n_terms, capacity)
+
+
+@nb.njit(cache=True, inline="always")
+def _with_alias(t, bits, seq, slots, parent, last, count, n_terms, capacity, a_term, a_mask, a_slots, counts, base,
+                ctx, may, parser_term):
+    """Sequence ``seq`` followed by alias (t, bits) (for a newline, its context id with the alias's modes), as
+    :func:`_append` gives it; -1 also when the alias table is full."""
+    pt = _alias_pt(_lexer_term(t, ctx), bits, a_term, a_mask, a_slots, counts, base)
     if pt < 0:
         return np.int64(-1)
-    return intern(seq, pt, slots, parent, last, count, n_terms, capacity)
+    if t >= ctx[1]:
+        pt = ctx[2] + 1 + (pt - base + 1) + ctx[3] * (t - ctx[1])
+    return _append(seq, pt, slots, parent, last, count, n_terms, capacity, may, a_term, a_mask, base, ctx, parser_term)
+
+
+@nb.njit(cache=True, inline="always")
+def _banned(s, b, ban_row, ban):
+    """Whether a lexeme ending in state ``s`` may not end before byte ``b`` (a trailing-context ban)."""
+    return ban_row[s] >= 0 and ban[ban_row[s], b]
 
 
 @nb.njit(cache=True, inline="always")
@@ -219,9 +308,10 @@ def _open_branch(term, b, comps, trans, branch_ptr, branch_start):
 
 @nb.njit(cache=True)
 def _settle(t, comps, seq, slots, parent, last, count, n_terms, capacity, p_term, p_comp, p_slots, a_term, a_mask,
-            a_slots, counts, base):
+            a_slots, counts, base, ctx, may, parser_term):
     """A superposition after a byte: (state, seq) resolved where every live mode is in one state, else
-    (-1 - pending id, seq); (-2**62, -1) if every mode died; seq -1 when a table must grow."""
+    (-1 - pending id, seq); (-2**62, -1) if every mode died; seq -1 when a table must grow, :data:`_NO_PARSE` when
+    the resolved alias can never be parsed there."""
     one = -1
     bits = np.int64(0)
     for k in range(len(comps)):
@@ -235,7 +325,7 @@ def _settle(t, comps, seq, slots, parent, last, count, n_terms, capacity, p_term
         return np.int64(-(1 << 62)), np.int64(-1)
     if one >= 0:
         return np.int64(one), _with_alias(t, bits, seq, slots, parent, last, count, n_terms, capacity, a_term, a_mask,
-                                          a_slots, counts, base)
+                                          a_slots, counts, base, ctx, may, parser_term)
     p = _pending_id(t, comps, p_term, p_comp, p_slots, counts)
     if p < 0:
         return np.int64(0), np.int64(-1)
@@ -246,18 +336,21 @@ def _settle(t, comps, seq, slots, parent, last, count, n_terms, capacity, p_term
 def _walk(node_byte, node_parent, node_end, node_tok_ptr, trans, accept, restart, ignored, parser_term,
           branch_ptr, branch_start, start, slots, parent, last, count, n_terms, node_state, node_seq, entries,
           seq_out, end_out, cache_keys, cache_span, arena_entries, arena_seq, arena_end, used, frames,
-          p_term, p_comp, p_slots, a_term, a_mask, a_slots, counts, base):
+          p_term, p_comp, p_slots, a_term, a_mask, a_slots, counts, base, ctx, byte_width, node_width, ban_row, ban,
+          may):
     capacity = min(len(parent), len(slots) // 2)
     out_capacity = len(entries)
     cache_mask = len(cache_keys) - 1
     n_states = trans.shape[0]
     n_nodes = len(node_byte)
     width = p_comp.shape[1]
+    widths = ctx[0] >= 0
     comps = np.empty(width, dtype=np.int32)
     kinds = np.empty(width, dtype=np.int64)  # per mode: -2 dead, -1 goes on, else the terminal it ends
     n_out = 0
     node_state[0] = start
     node_seq[0] = 0
+    node_width[0] = 1  # width 0, relative to the line's width before the token (see grammask.spanner.next_width)
     recording = -1
     record_from = 0
     record_end = 0
@@ -280,28 +373,36 @@ def _walk(node_byte, node_parent, node_end, node_tok_ptr, trans, accept, restart
         state = node_state[up]
         seq = node_seq[up]
         b = node_byte[n]
+        width_before = node_width[up] if widths else 0
+        boundary = False  # whether a lexeme ends before this byte (on this node's option)
         if state >= 0:
             nxt = trans[state, b]
             if nxt < 0:
                 term = accept[state]
-                if term < 0:
+                boundary = True
+                if term < 0 or _banned(state, b, ban_row, ban) or (term == ctx[0] and width_before == NO_BREAK_YET):
                     n = node_end[n]
                     continue
+                ended = _ended(term, width_before, ctx)
                 again = restart[state]
                 if again >= 0:
                     nxt = trans[again, b]
                     if nxt < 0:
                         n = node_end[n]
                         continue
-                    pt = parser_term[term]
+                    pt = _item(ended, parser_term, ctx)
                     if pt >= 0:
-                        seq = intern(seq, pt, slots, parent, last, count, n_terms, capacity)
+                        seq = _append(seq, pt, slots, parent, last, count, n_terms, capacity, may, a_term, a_mask,
+                                      base, ctx, parser_term)
+                        if seq == _NO_PARSE:
+                            n = node_end[n]
+                            continue
                         if seq < 0:
                             return entries, seq_out, end_out, _FULL
                 else:
                     _open_branch(term, b, comps, trans, branch_ptr, branch_start)
-                    nxt, seq = _settle(term, comps, seq, slots, parent, last, count, n_terms, capacity, p_term,
-                                       p_comp, p_slots, a_term, a_mask, a_slots, counts, base)
+                    nxt, seq = _settle(ended, comps, seq, slots, parent, last, count, n_terms, capacity, p_term,
+                                       p_comp, p_slots, a_term, a_mask, a_slots, counts, base, ctx, may, parser_term)
         else:
             p = -1 - state
             t = p_term[p]
@@ -315,7 +416,7 @@ def _walk(node_byte, node_parent, node_end, node_tok_ptr, trans, accept, restart
                 elif trans[s, b] >= 0:
                     kinds[k] = -1
                     go_on = True
-                elif accept[s] >= 0:
+                elif accept[s] >= 0 and not _banned(s, b, ban_row, ban):
                     kinds[k] = accept[s]
                 else:
                     kinds[k] = -2
@@ -353,41 +454,54 @@ def _walk(node_byte, node_parent, node_end, node_tok_ptr, trans, accept, restart
                     if kinds[k] == -1:
                         comps[k] = trans[p_comp[p, k], b]
                 nxt, seq = _settle(t, comps, seq, slots, parent, last, count, n_terms, capacity, p_term, p_comp,
-                                   p_slots, a_term, a_mask, a_slots, counts, base)
+                                   p_slots, a_term, a_mask, a_slots, counts, base, ctx, may, parser_term)
             elif ignored[group]:
+                boundary = True
                 for k in range(width):  # an ignored lexeme keeps each mode
                     if kinds[k] == group:
                         comps[k] = trans[restart[p_comp[p, k]], b]
                 nxt, seq = _settle(t, comps, seq, slots, parent, last, count, n_terms, capacity, p_term, p_comp,
-                                   p_slots, a_term, a_mask, a_slots, counts, base)
+                                   p_slots, a_term, a_mask, a_slots, counts, base, ctx, may, parser_term)
             else:
+                boundary = True
+                if group == ctx[0] and width_before == NO_BREAK_YET:
+                    n = node_end[n]
+                    continue
                 one = -1  # a state of the group: all its states restart alike after a non-ignored terminal
                 for k in range(width):
                     if kinds[k] == group:
                         one = p_comp[p, k]
                         break
-                seq = _with_alias(t, _members(kinds, group), seq, slots, parent, last, count, n_terms, capacity, a_term, a_mask,
-                                  a_slots, counts, base)
+                seq = _with_alias(t, _members(kinds, group), seq, slots, parent, last, count, n_terms, capacity, a_term,
+                                  a_mask, a_slots, counts, base, ctx, may, parser_term)
+                if seq == _NO_PARSE:
+                    n = node_end[n]
+                    continue
                 if seq < 0:
                     return entries, seq_out, end_out, _FULL
+                ended = _ended(group, width_before, ctx)
                 again = restart[one]
                 if again >= 0:
                     nxt = trans[again, b]
-                    seq = intern(seq, parser_term[group], slots, parent, last, count, n_terms, capacity)
+                    seq = _append(seq, _item(ended, parser_term, ctx), slots, parent, last, count, n_terms, capacity,
+                                  may, a_term, a_mask, base, ctx, parser_term)
                     if nxt < 0:
                         n = node_end[n]
                         continue
                 else:
                     _open_branch(group, b, comps, trans, branch_ptr, branch_start)
-                    nxt, seq = _settle(group, comps, seq, slots, parent, last, count, n_terms, capacity, p_term,
-                                       p_comp, p_slots, a_term, a_mask, a_slots, counts, base)
-        if seq < 0:  # every mode died, or a table must grow first
-            if nxt == -(1 << 62):
+                    nxt, seq = _settle(ended, comps, seq, slots, parent, last, count, n_terms, capacity, p_term,
+                                       p_comp, p_slots, a_term, a_mask, a_slots, counts, base, ctx, may, parser_term)
+        if seq < 0:  # every mode died, no parser state takes the reading, or a table must grow first
+            if nxt == -(1 << 62) or seq == _NO_PARSE:
                 n = node_end[n]
                 continue
             return entries, seq_out, end_out, _FULL
+        width_here = next_width(NO_BREAK_YET if boundary else width_before, byte_width[b]) if widths else 0
         if up == 0 and nxt >= 0:  # a first-byte subtree: copy it if stored, record it on its second visit
             key = (seq * n_states + nxt) * n_nodes + n
+            if widths:
+                key = key * 1024 + width_slot(width_here)
             h = (key * 0x9E3779B97F4A7C15) & cache_mask
             while cache_keys[h] >= 0 and cache_keys[h] != key:
                 h = (h + 1) & cache_mask
@@ -406,6 +520,7 @@ def _walk(node_byte, node_parent, node_end, node_tok_ptr, trans, accept, restart
                 used[1] += 1
         node_state[n] = nxt
         node_seq[n] = seq
+        node_width[n] = width_here
         n_tok = node_tok_ptr[n + 1] - node_tok_ptr[n]
         if n_tok:
             if nxt >= 0:
@@ -421,7 +536,9 @@ def _walk(node_byte, node_parent, node_end, node_tok_ptr, trans, accept, restart
                         continue
                     s = states[k]
                     tail = _with_alias(t, _members(states, s), seq, slots, parent, last, count, n_terms, capacity,
-                                       a_term, a_mask, a_slots, counts, base)
+                                       a_term, a_mask, a_slots, counts, base, ctx, may, parser_term)
+                    if tail == _NO_PARSE:
+                        continue
                     if tail < 0:
                         return entries, seq_out, end_out, _FULL
                     if n_out + n_tok > out_capacity:

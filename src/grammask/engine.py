@@ -13,7 +13,9 @@ from functools import cached_property
 
 import numpy as np
 
+from grammask.automata.counted import CountTables
 from grammask.automata.lexer import LexerAutomaton
+from grammask.counting import CountRuntime
 from grammask.indentation import IndentRuntime, IndentSpec
 from grammask.mask_tables import MaskTables
 from grammask.parser.stack import LRRunner
@@ -22,8 +24,8 @@ from grammask.spanner import VocabTrie
 from grammask.vocab import Vocabulary
 
 _LEXER_FIELDS = ("trans", "accept", "produce", "ignored")
-_LEXER_OPTIONAL = ("restart", "branch_ptr", "branch_start", "branch_mode", "lr_mode")
-_TABLE_ARRAYS = ("action", "goto", "rule_lhs", "rule_len", "rule_rhs")
+_LEXER_OPTIONAL = ("restart", "branch_ptr", "branch_start", "branch_mode", "lr_mode", "ban_row", "ban")
+_TABLE_ARRAYS = ("action", "goto", "rule_lhs", "rule_len", "rule_rhs", "dropped")
 
 
 @dataclass(frozen=True, eq=False)
@@ -64,6 +66,14 @@ class Engine:
         return None if self.indent is None else IndentRuntime(self.indent, self.runner, self.lexer, self.parser_term)
 
     @cached_property
+    def counting(self) -> CountRuntime | None:
+        """The masks of counted terminals near a level's end (None for a grammar without them)."""
+        if self.lexer.counter is None:
+            return None
+        longest = max((len(t) for t in self.vocab.tokens if t), default=0)
+        return CountRuntime(self.lexer, lambda: self.trie, self.vocab.n_logits, longest)
+
+    @cached_property
     def view(self) -> MatcherView:
         return MatcherView(self)
 
@@ -73,6 +83,8 @@ class Engine:
         for f in _LEXER_OPTIONAL:
             if getattr(self.lexer, f) is not None:
                 arrays[f"lexer.{f}"] = getattr(self.lexer, f)
+        if self.lexer.counter is not None:
+            arrays.update({f"lexer.counter.{f}": getattr(self.lexer.counter, f) for f in CountTables.FIELDS})
         arrays.update({f"tables.{f}": getattr(self.parse, f) for f in _TABLE_ARRAYS})
         self.masks.complete_all()
         arrays.update({f"masks.{f}": a for f, a in self.masks.arrays().items()})
@@ -96,8 +108,12 @@ class Engine:
         cls, arrays: dict[str, np.ndarray], meta: dict, vocab: Vocabulary, trie_of: Callable[[], VocabTrie]
     ) -> Engine:
         """The engine :meth:`to_arrays` encoded; KeyError or TypeError if a field is missing."""
+        counter = None
+        if "lexer.counter.inc" in arrays:
+            counter = CountTables(**{f: arrays[f"lexer.counter.{f}"] for f in CountTables.FIELDS})
         lexer = LexerAutomaton(
             terminals=tuple(meta["lexer_terminals"]), **{f: arrays.get(f"lexer.{f}") for f in _LEXER_OPTIONAL},
+            counter=counter,
             aliases=tuple(tuple(a) for a in meta.get("lexer_aliases", ())), end_terminal=meta.get("lexer_end_terminal", -1),
             **{f: arrays[f"lexer.{f}"] for f in _LEXER_FIELDS},
         )
@@ -208,22 +224,25 @@ class MatcherView:
             found = self._python[q] = [(*self.class_python(c), d) for c, d in zip(classes.tolist(), deps.tolist())]
         return found
 
-    def context_groups(self, q: int, base: int) -> list[tuple[int, np.ndarray, np.ndarray, np.ndarray]]:
+    def context_groups(self, q: int, base: int, stride: int,
+                       ) -> list[tuple[int, np.ndarray, np.ndarray, np.ndarray, np.ndarray]]:
         """Lexer state ``q``'s classes whose sequence starts with a context terminal (an id >= ``base``), grouped by
-        it: (that id, the classes' local indices, their class numbers, the common prefixes of their tails)."""
+        it without its modes (see :mod:`grammask.indentation`; ``stride`` ids per width): (that id, the classes' local
+        indices, their class numbers, the common prefixes of their tails, each one's modes ``k``)."""
         found = self._groups.get(q)
         if found is None:
             classes, lcp, _ = self.state_classes[q]
             groups: dict[int, list[int]] = {}
             for k, (seq, _, _) in enumerate(self.state_python(q)):
                 if seq and seq[0] >= base:
-                    groups.setdefault(seq[0], []).append(k)
+                    groups.setdefault(seq[0] - (seq[0] - base - 1) % stride, []).append(k)
             found = []
             for first, members in groups.items():
                 local = np.array(members, dtype=np.int64)
                 tail_lcp = np.maximum(lcp[local].astype(np.int64) - 1, 0)
+                firsts = np.array([self.state_python(q)[k][0][0] for k in members], dtype=np.int64)
                 tail_lcp[0] = 0
-                found.append((first, local, classes[local], tail_lcp))
+                found.append((first, local, classes[local], tail_lcp, firsts - first))
             self._groups[q] = found
         return found
 

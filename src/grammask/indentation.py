@@ -8,11 +8,19 @@ parser's columns, so every table lookup of it fails and the compiled checks leav
 matcher):
 
 - ``base`` itself: a newline lexeme still pending, of any width (in follow sets);
-- ``base + 1 + 2 * w``: a newline whose last line is ``w`` wide;
-- ``base + 2 + 2 * w``: a newline whose last line is ``w`` wider than the width it had when the
-  token began (the newline lexeme started before the token and the token adds no line break).
+- ``base + 1 + stride * 2 * w``: a newline whose last line is ``w`` wide;
+- ``base + 1 + stride * (2 * w + 1)``: a newline whose last line is ``w`` wider than the width it had when
+  the token began (the newline lexeme started before the token and the token adds no line break).
 
-The vocabulary walk (:mod:`grammask.spanner`) writes these ids; :class:`IndentRuntime` reads them.
+Under the contextual lexer (:mod:`grammask.automata.contextual`) the next lexeme's mode is that of the LR
+state the newline's indents and dedents reach, which the walk cannot know: it lexes the possible modes side
+by side (:mod:`grammask.contextual_walk`) and adds ``k`` (``0 < k < stride``) to the id above where the
+token's later bytes lex as they do only in some modes, those of alias ``k - 1``: its *mode column*
+(``alias_base + k - 1`` of the parse table) is not an error exactly in the LR states of those modes. With
+the basic lexer ``stride`` is 1.
+
+The vocabulary walks (:mod:`grammask.spanner`, :mod:`grammask.contextual_walk`) write these ids;
+:class:`IndentRuntime` reads them.
 """
 
 from __future__ import annotations
@@ -22,16 +30,24 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from grammask.automata.lexer import LexerAutomaton
+from grammask.automata.lexer import BRANCH, LexerAutomaton
 from grammask.errors import GrammarError
 from grammask.grammar.ir import Indentation
 from grammask.parser.stack import LRRunner, Stack
+from grammask.parser.tables import ERROR
 
 # (indentation levels, bracket depth, width of the pending lexeme's current line: NO_BREAK before its first
 # line break, which only a newline lexeme made of a comment alone can lack, at the end of input)
 Context = tuple[tuple[int, ...], int, int]
 NO_BREAK = -1
 START: Context = ((0,), 0, NO_BREAK)
+
+
+def _next_width(width: int, step: int) -> int:
+    """The current line's width after a byte adding ``step`` (-1: a line break)."""
+    if step < 0:
+        return 0
+    return width if width == NO_BREAK else width + step
 
 
 def byte_widths(tab_len: int) -> np.ndarray:
@@ -59,10 +75,16 @@ class IndentSpec:
     tab_len: int
     base: int
     eof_newline: bool = False
+    stride: int = 1
+    alias_base: int = 0
 
     @classmethod
-    def build(cls, rules: Indentation, lexer: LexerAutomaton, parser_terminals: tuple[str, ...]) -> IndentSpec:
-        """Raises :class:`~grammask.errors.GrammarError` if a pending newline could not always reach any width."""
+    def build(cls, rules: Indentation, lexer: LexerAutomaton, parser_terminals: tuple[str, ...], aliases: int = 0,
+              ) -> IndentSpec:
+        """The spec of ``rules``, with room for ``aliases`` alias columns after the parser's (a contextual lexer's).
+
+        Raises :class:`~grammask.errors.GrammarError` if a pending newline could not always reach any width.
+        """
         index = {n: i for i, n in enumerate(parser_terminals)}
         spec = cls(
             newline_lexer=lexer.terminals.index(rules.newline),
@@ -72,8 +94,10 @@ class IndentSpec:
             opens=frozenset(index[n] for n in rules.open_brackets if n in index),
             closes=frozenset(index[n] for n in rules.close_brackets if n in index),
             tab_len=rules.tab_len,
-            base=len(parser_terminals) + 1,
+            base=len(parser_terminals) + 1 + aliases,
             eof_newline=rules.eof_newline,
+            stride=aliases + 1,
+            alias_base=len(parser_terminals) + 1,
         )
         spec._check_any_width(lexer, rules.newline)
         return spec
@@ -115,6 +139,18 @@ class IndentSpec:
         """The spec :meth:`to_json` wrote; KeyError or TypeError if a field is missing."""
         return cls(**{**data, "opens": frozenset(data["opens"]), "closes": frozenset(data["closes"])})
 
+    def with_alias_brackets(self, aliases: list[tuple[int, int]], parser_term: np.ndarray) -> IndentSpec:
+        """The spec with the contextual lexer's aliases of brackets (lexer terminal, modes; parser terminal
+        ``alias_base`` + their index) counted as the brackets they stand for."""
+        opens, closes = set(self.opens), set(self.closes)
+        for a, (t, _) in enumerate(aliases):
+            pt = int(parser_term[t])
+            if pt in self.opens:
+                opens.add(self.alias_base + a)
+            elif pt in self.closes:
+                closes.add(self.alias_base + a)
+        return dataclasses.replace(self, opens=frozenset(opens), closes=frozenset(closes))
+
     def lexer_terminal_map(self, parser_term: np.ndarray) -> np.ndarray:
         """``parser_term`` with the newline's lexer terminal mapped to the pending-newline context id."""
         mapped = parser_term.copy()
@@ -123,7 +159,11 @@ class IndentSpec:
 
     def max_id(self, max_width: int) -> int:
         """The largest context id a token whose whitespace adds at most ``max_width`` can produce."""
-        return self.base + 2 + 2 * max_width
+        return self.base + self.stride * (2 * max_width + 2)
+
+    def newline_id(self, width: int) -> int:
+        """The context id of a newline whose last line is ``width`` wide (any mode)."""
+        return self.base + 1 + self.stride * 2 * width
 
 
 class IndentRuntime:
@@ -132,52 +172,81 @@ class IndentRuntime:
     def __init__(self, spec: IndentSpec, runner: LRRunner, lexer: LexerAutomaton, parser_term: np.ndarray):
         self.spec = spec
         self.runner = runner
-        self._trans = lexer.trans.tolist()
-        self._accept = lexer.accept.tolist()
+        self._lexer = lexer
         self._parser_term = parser_term.tolist()
         self._widths = byte_widths(spec.tab_len).tolist()
-        self._real = [t for t in range(spec.base - 1) if t not in (spec.newline, spec.indent, spec.dedent)]
+        self._real = [t for t in range(spec.alias_base - 1) if t not in (spec.newline, spec.indent, spec.dedent)]
         shifted = runner.tables.action[:, [spec.newline, spec.indent, spec.dedent]]
-        self._after_newline = set(shifted[shifted >= 0].tolist()) | {runner.initial[0]}
+        self.after_newline = set(shifted[shifted >= 0].tolist()) | {runner.initial[0]}
+        self._lr_mode = None if lexer.lr_mode is None else lexer.lr_mode.tolist()
 
-    def lex(self, lexstate: int, width: int, data: bytes) -> tuple[list[int], int, int] | None:
-        """Lex ``data`` from (``lexstate``, current line ``width``): the parser items it completes (newlines as
-        absolute context ids), the lexer state and the width left; None if the bytes are rejected."""
-        trans, accept, parser_term, widths = self._trans, self._accept, self._parser_term, self._widths
+    def read(self, lexstate: int, stack: Stack, levels: tuple[int, ...], depth: int, width: int, data: bytes):
+        """Lex ``data`` from (``lexstate``, current line ``width``) and feed what it completes: ``(lexer state, stack,
+        levels, depth, width)`` after it, or None if the lexer, the indenter or the parser rejects it. A contextual
+        lexer's next mode is read off the stack each lexeme reaches."""
+        lexer = self._lexer
+        trans, accept, restart = lexer._lists
+        parser_term, widths, bans = self._parser_term, self._widths, lexer.bans
         spec = self.spec
-        items: list[int] = []
         for b in data:
             nxt = trans[lexstate][b]
             if nxt < 0:
                 term = accept[lexstate]
-                nxt = trans[0][b]
-                if term < 0 or nxt < 0:
+                if term < 0 or (bans is not None and b in bans[lexstate]):
                     return None
+                item = parser_term[term]
                 if term == spec.newline_lexer:
-                    items.append(spec.base + 1 + 2 * width)
-                elif parser_term[term] >= 0:
-                    items.append(parser_term[term])
+                    if width == NO_BREAK and depth == 0:
+                        return None  # Lark's Indenter fails on a newline without a line break
+                    item = spec.newline_id(max(width, 0))
+                if item >= 0:
+                    fed = self.feed(stack, levels, depth, item)
+                    if fed is None:
+                        return None
+                    stack, levels, depth = fed
+                again = restart[lexstate]
+                if again == BRANCH:
+                    again = lexer.branch_options[term].get(self._lr_mode[stack[0]], -1)
+                    if again < 0:
+                        return None
+                nxt = trans[again][b]
+                if nxt < 0:
+                    return None
                 width = NO_BREAK
-            step = widths[b]
-            if step < 0:
-                width = 0
-            elif width != NO_BREAK:
-                width += step
+            width = _next_width(width, widths[b])
             lexstate = nxt
-        return items, lexstate, width
+        return lexstate, stack, levels, depth, width
+
+    def width_after(self, lexstate: int, width: int, data: bytes) -> int | None:
+        """The current line's width after lexing ``data`` from (``lexstate``, ``width``) with the basic lexer
+        (:data:`NO_BREAK` where no line break is pending), None if the lexer rejects the bytes."""
+        trans, accept, restart = self._lexer._lists
+        widths = self._widths
+        for b in data:
+            nxt = trans[lexstate][b]
+            if nxt < 0:
+                if accept[lexstate] < 0:
+                    return None
+                nxt = trans[restart[lexstate]][b]
+                if nxt < 0:
+                    return None
+                width = NO_BREAK
+            width = _next_width(width, widths[b])
+            lexstate = nxt
+        return width
 
     def finish(self, lexstate: int, width: int) -> list[int] | None:
         """The items the pending lexeme completes at the end of input, None if it cannot end there."""
         if lexstate == 0:
             return []
-        term = self._accept[lexstate]
+        term = self._lexer.ends_before(lexstate, 256)
         if term < 0:
             return None
         if term == self.spec.newline_lexer:
             if self.spec.eof_newline:
-                return [self.spec.base + 1]
+                return [self.spec.newline_id(0)]
             # Lark's Indenter measures the text after the lexeme's last line break; with none it fails.
-            return None if width == NO_BREAK else [self.spec.base + 1 + 2 * width]
+            return None if width == NO_BREAK else [self.spec.newline_id(width)]
         pt = self._parser_term[term]
         return [pt] if pt >= 0 else []
 
@@ -185,7 +254,8 @@ class IndentRuntime:
         """Feed one item: ``(stack, levels, depth)`` after it, or None if the parser or the indenter rejects it.
 
         ``carry`` is the width the newline's line had before the token (for relative context ids);
-        ``feed`` replaces the LR runner's ``feed`` (a memo, see :class:`ClassCheck`).
+        ``feed`` replaces the LR runner's ``feed`` (a memo, see :class:`ClassCheck`). A newline with modes (see the
+        module docstring) is rejected unless the state it leaves on top is in one of them.
         """
         spec = self.spec
         feed = feed or self.runner.feed
@@ -198,22 +268,40 @@ class IndentRuntime:
                 depth -= 1
             stack = feed(stack, item)
             return None if stack is None else (stack, levels, depth)
-        if depth > 0:
-            return stack, levels, depth
-        offset = item - spec.base - 1
-        width = offset // 2 + (max(carry, 0) if offset % 2 else 0)
+        code, modes = divmod(item - spec.base - 1, spec.stride)
+        if depth == 0:
+            if code % 2 and carry == NO_BREAK:
+                return None  # the newline began before the token and has no line break: Lark's Indenter fails
+            fed = self._newline(stack, levels, code // 2 + (carry if code % 2 else 0), feed)
+            if fed is None:
+                return None
+            stack, levels = fed
+        if modes and not self.mode_ok(stack[0], np.array([modes]))[0]:
+            return None
+        return stack, levels, depth
+
+    def mode_ok(self, top: int, modes: np.ndarray) -> np.ndarray:
+        """Per entry of ``modes`` (0: any mode, else ``k`` of a context id): whether LR state ``top`` is in them."""
+        ok = modes == 0
+        some = ~ok
+        ok[some] = self.runner.tables.action[top, self.spec.alias_base + modes[some] - 1] != ERROR
+        return ok
+
+    def _newline(self, stack: Stack, levels: tuple[int, ...], width: int, feed):
+        """``(stack, levels)`` after a newline whose last line is ``width`` wide (outside brackets), or None."""
+        spec = self.spec
         stack = feed(stack, spec.newline)
         if stack is None:
             return None
         if width > levels[-1]:
             stack = feed(stack, spec.indent)
-            return None if stack is None else (stack, (*levels, width), depth)
+            return None if stack is None else (stack, (*levels, width))
         while width < levels[-1]:
             levels = levels[:-1]
             stack = feed(stack, spec.dedent)
             if stack is None:
                 return None
-        return None if width != levels[-1] else (stack, levels, depth)
+        return None if width != levels[-1] else (stack, levels)
 
     def feed_all(self, stack: Stack, levels: tuple[int, ...], depth: int, items, carry: int = 0):
         """Feed items in order (``carry`` applies to the first line only); None as soon as one is rejected."""
@@ -252,7 +340,7 @@ class IndentRuntime:
         """Whether the input may end here: one dedent per open level, then the end (with ``eof_newline``, a
         newline first unless the last terminal was one, or nothing came yet)."""
         feed = feed or self.runner.feed
-        if self.spec.eof_newline and stack[0] not in self._after_newline:
+        if self.spec.eof_newline and stack[0] not in self.after_newline:
             stack = feed(stack, self.spec.newline)
             if stack is None:
                 return False

@@ -14,11 +14,13 @@ from __future__ import annotations
 import dataclasses
 import threading
 import time
+import warnings
 from typing import TYPE_CHECKING, NamedTuple
 
 import numpy as np
 
 from grammask.automata.contextual import contextual_lexer
+from grammask.automata.counted import CountTables
 from grammask.automata.lexer import LexerAutomaton, build_lexer
 from grammask.bitmask import bitmask_words
 from grammask.classes import (
@@ -50,7 +52,7 @@ if TYPE_CHECKING:
     from grammask.errors import Deadline
     from grammask.vocab import Vocabulary
 
-FORMAT_VERSION = 3
+FORMAT_VERSION = 6
 
 _GROWING = ("pair_mask", "pair_marks", "masks", "marks_ptr", "marks", "state_class", "state_lcp", "state_dep",
             "dep_word_ptr", "dep_words", "dep_bits", "class_seq_ptr", "class_seq_terms", "class_follow")
@@ -182,38 +184,62 @@ def build_front(grammar: Grammar, deadline: Deadline | None = None) -> Front:
 
     Raises what :func:`~grammask.automata.lexer.build_lexer`, :func:`~grammask.parser.tables.build_parse_tables`
     and :meth:`~grammask.indentation.IndentSpec.build` raise (a passed ``deadline`` included; None: no limit), and
-    :class:`~grammask.errors.ConfigurationError` for the contextual lexer with a postlex where it lexes otherwise
-    than the basic one.
+    :class:`~grammask.errors.ConfigurationError` for the contextual lexer with semicolon insertion where it lexes
+    otherwise than the basic one, or with counted terminals.
     """
     lexer = build_lexer(grammar, deadline)
+    _warn_unlexable(grammar, lexer)
     names, mapping = parser_terminal_map(grammar, lexer)
     tables = build_parse_tables(grammar, names, deadline)
     state_modes = None
-    if grammar.lexer == "contextual":
-        postlex = grammar.indentation is not None or grammar.semicolons is not None
-        refusal = (f"grammar {grammar.name!r}: the contextual lexer lexes it otherwise than the basic one, and "
-                   f"grammask runs a postlex (indentation, semicolons) only with the basic lexer so far; pass "
-                   f"lexer='basic'")
-        try:
-            made = _contextual(lexer, tables, mapping, deadline)
-        except UnsupportedRegexError as e:
-            if postlex:
-                raise ConfigurationError(f"{refusal} (and under it: {e})") from e
-            raise
+    if grammar.lexer == "contextual" and lexer.counter is not None:
+        raise ConfigurationError(f"grammar {grammar.name!r}: counted terminals (length bounds) need lexer='basic'")
+    if grammar.lexer == "contextual" and grammar.semicolons is not None:
+        _refuse_semicolons(grammar, tables, mapping, deadline)
+    elif grammar.lexer == "contextual":
+        made = _contextual(grammar, lexer, tables, mapping, deadline)
         if made is not None:
-            if postlex:
-                raise ConfigurationError(refusal)
             lexer, state_modes = made
     indent = None
     if grammar.indentation is not None:
-        indent = IndentSpec.build(grammar.indentation, lexer, names)
+        indent = IndentSpec.build(grammar.indentation, lexer, names, MAX_ALIASES if lexer.contextual else 0)
         mapping = indent.lexer_terminal_map(mapping)
     return Front(lexer, tables, mapping, indent, state_modes)
 
 
-def _contextual(lexer: LexerAutomaton, tables: ParseTables, mapping: np.ndarray, deadline: Deadline | None,
-                ) -> tuple[LexerAutomaton, np.ndarray] | None:
-    """The contextual lexer for these tables (None where it lexes as the basic one)."""
+def _warn_unlexable(grammar: Grammar, lexer: LexerAutomaton) -> None:
+    """Warn about terminals the rules use that the lexer never emits: another terminal always takes their text."""
+    used = {sym for rule in grammar.rules for sym in rule.rhs}
+    lost = [name for t, name in enumerate(lexer.terminals) if name in used and not lexer.produce[0, t]]
+    if lost:
+        rule = "it comes first in Lark's order" if grammar.first_match else "the lexing rule"
+        warnings.warn(
+            f"grammar '{grammar.name}': terminal(s) {', '.join(lost)} can never be lexed: wherever their text "
+            f"matches, another terminal wins it ({rule}), so the rules that use them never match", stacklevel=3)
+
+
+def _refuse_semicolons(grammar: Grammar, tables: ParseTables, mapping: np.ndarray, deadline: Deadline | None) -> None:
+    """Raise :class:`~grammask.errors.ConfigurationError` where the contextual lexer lexes a grammar with semicolon
+    insertion otherwise than the basic one (its modes are not combined with the lexer's armed and unarmed ones)."""
+    plain = build_lexer(dataclasses.replace(grammar, semicolons=None), deadline)
+    refusal = (f"grammar {grammar.name!r}: the contextual lexer lexes it otherwise than the basic one, and grammask "
+               f"runs semicolon insertion only with the basic lexer so far; pass lexer='basic'")
+    try:
+        made = _contextual(grammar, plain, tables, mapping[: len(plain.terminals)], deadline)
+    except UnsupportedRegexError as e:
+        raise ConfigurationError(f"{refusal} (and under it: {e})") from e
+    if made is not None:
+        raise ConfigurationError(refusal)
+
+
+def _contextual(grammar: Grammar, lexer: LexerAutomaton, tables: ParseTables, mapping: np.ndarray,
+                deadline: Deadline | None) -> tuple[LexerAutomaton, np.ndarray] | None:
+    """The contextual lexer for these tables (None where it lexes as the basic one).
+
+    As Lark's, every state's lexer also has the postlex's ``always_accept`` terminals: the indenter's newline, and
+    terminals no rule uses (kept only for a postlex). The next lexeme after a newline starts in the mode of the
+    state its indents and dedents reach (or, inside brackets, where it is dropped, of any state).
+    """
     columns = np.maximum(mapping, 0)
     actions = tables.action[:, columns]
     accepts = (actions != ERROR) & (mapping >= 0)[None, :]
@@ -224,17 +250,32 @@ def _contextual(lexer: LexerAutomaton, tables: ParseTables, mapping: np.ndarray,
     on_top[tables.start_state] = True
     targets = [np.unique(actions[:, t][actions[:, t] >= 0]) if mapping[t] >= 0 else np.zeros(0, dtype=np.int32)
                for t in range(len(mapping))]
+    rules = grammar.indentation
+    if rules is not None or grammar.semicolons is not None:
+        accepts |= (mapping >= 0)[None, :] & ~accepts.any(axis=0)[None, :]
+    if grammar.semicolons is not None:
+        accepts[:, [lexer.terminals.index(n) for n in grammar.semicolons.newlines]] = True
+    if rules is not None:
+        newline = lexer.terminals.index(rules.newline)
+        accepts[:, newline] = True
+        if rules.open_brackets:
+            targets[newline] = np.flatnonzero(on_top)
+        else:
+            columns = [tables.terminals.index(n) for n in (rules.newline, rules.indent, rules.dedent)]
+            moved = tables.action[:, columns]
+            targets[newline] = np.unique(moved[moved >= 0])
     return contextual_lexer(lexer, accepts, on_top, targets, tables.start_state, deadline)
 
 
 def build_mask_tables(front: Front, vocab: Vocabulary, walks: TrieWalkPool, deadline: Deadline | None = None,
-                      lazy: bool = False) -> tuple[MaskTables, ParseTables]:
+                      lazy: bool = False) -> tuple[MaskTables, ParseTables, IndentSpec | None, dict]:
     """Walk the vocabulary from every reachable lexer state and split its classes into ALWAYS / DEPENDS per LR state.
 
-    Returns the mask tables and the parse tables the masks read (the front's, with a contextual lexer's alias
-    columns appended: :mod:`grammask.contextual_walk`). ``lazy``: build only the start state's rows now, the
-    others on first use (:meth:`MaskTables.ensure`); a contextual lexer's tables are always built whole, as
-    their walks add parse table columns.
+    Returns the mask tables, the parse tables the masks read (the front's, with a contextual lexer's alias
+    columns appended: :mod:`grammask.contextual_walk`), the indentation rules they are read with (the front's,
+    with aliases of brackets counted as brackets) and the phases' timings. ``lazy``: build only the start state's
+    rows now, the others on first use (:meth:`MaskTables.ensure`). Tables are always built whole for a contextual
+    lexer (its walks add parse table columns), counted terminals and indentation.
 
     Classes holding a context terminal (indentation's newline) are always DEPENDS: the matcher decides
     them with the indentation it tracks. Raises :class:`~grammask.errors.CompileTimeoutError` once
@@ -244,11 +285,11 @@ def build_mask_tables(front: Front, vocab: Vocabulary, walks: TrieWalkPool, dead
     tables = builder.tables
     if front.lexer.contextual:
         builder.walk_contextual(deadline)
-    if lazy and not front.lexer.contextual:
+    if lazy and not front.lexer.contextual and front.lexer.counter is None and front.indent is None:
         tables.ensure(0)
     else:
         tables.complete_all(deadline)
-    return tables, builder.parse
+    return tables, builder.parse, builder.indent, dict(tables.timings)
 
 
 class _StateBuilder:
@@ -263,17 +304,20 @@ class _StateBuilder:
         self.n_words = bitmask_words(vocab.n_logits)
         follow_sets, self.state_follow = _follow_sets(lexer, parser_term)
         self.n_follow = len(follow_sets)
+        self.indent = indent
         self.newline = None
         n_terms = int(parser_term.max(initial=-1)) + 2
         if indent is not None:
             widths = byte_widths(indent.tab_len)
-            self.newline = NewlineWidths(indent.newline_lexer, indent.base, widths)
+            self.newline = NewlineWidths(indent.newline_lexer, indent.base, widths, indent.stride)
             n_terms = indent.max_id(_max_token_width(vocab, widths)) + 1
         self.sup = None
         if lexer.contextual:
             options = np.diff(lexer.branch_ptr)
             self.sup = Superpositions(int(options.max(initial=0)), tables.action.shape[1])
-            n_terms = self.sup.base + MAX_ALIASES
+            n_terms = max(n_terms, self.sup.base + MAX_ALIASES)
+            self.bans = None if lexer.ban is None else (lexer.ban_row, lexer.ban)
+            self.may = _may_follow(tables, lexer, parser_term, int(options.max(initial=0)))
         self.seqs = SequenceTable(n_terms)
         self.classes = ClassIndex(self.seqs, self.n_follow)
         self.deps = ClassTokens(self.n_words)
@@ -339,7 +383,9 @@ class _StateBuilder:
             self.walked[q] = self._walk(q)
             todo.extend(self.queue[known:])
         front = self.front
-        self.parse = _with_alias_columns(front.tables, front.lexer, front.parser_term, self.sup.aliases)
+        self.parse = _with_alias_columns(front.tables, front.lexer, front.parser_term, self.sup.aliases, self.indent)
+        if self.indent is not None:
+            self.indent = self.indent.with_alias_brackets(self.sup.aliases, front.parser_term)
 
     def _walk(self, q: int, first_bytes: np.ndarray | None = None) -> StateClasses:
         """Walk lexer state ``q`` (only the tokens whose first byte ``b`` has ``first_bytes[b]``: see
@@ -350,16 +396,18 @@ class _StateBuilder:
         with self.walks.borrow(self.walker) as work:
             if self.sup is None:
                 entries, seq, ends = walk_alive(trie, lexer.trans, lexer.accept, parser_term, q, self.seqs, work,
-                                                self.newline, lexer.restart, first_bytes)
+                                                self.newline, lexer.restart, lexer.counter, first_bytes)
             else:
                 entries, seq, ends = walk_contextual(trie, lexer.trans, lexer.accept, lexer.restart, lexer.ignored,
                                                      parser_term, lexer.branch_ptr, lexer.branch_start, q, self.seqs,
-                                                     self.sup, work)
+                                                     self.sup, work, self.may, self.newline, self.bans)
         if len(self.slots) < len(self.seqs) * self.n_follow:
             self.slots = np.full(2 * len(self.seqs) * self.n_follow, -1, dtype=np.int32)
         walk, fresh = group_walk(trie.token_ids[entries], trie.entry_first[entries], seq, ends, self.state_follow,
                                  self.n_follow, self.slots, self.queued)
         self.queue.extend(fresh.tolist())
+        if lexer.counter is not None:  # a pending lexeme's count may take it to its state's copies in later levels
+            self.queue.extend(_later_levels(lexer.counter, fresh, self.queued))
         self.timings["walk"] += time.perf_counter() - clock
         return walk
 
@@ -450,7 +498,9 @@ class _StateBuilder:
         """Walk lexer state ``q`` (unless walked) and write its classes, pairs, masks and marks into the tables
         (the caller holds the tables' lock and marks ``q`` built)."""
         walk = self.walked.pop(q, None)
-        found = self._delta(q) if walk is None and self.sup is None else None
+        lexer = self.front.lexer
+        plain = self.sup is None and lexer.counter is None and self.newline is None  # a walk hangs on q's row only
+        found = self._delta(q) if walk is None and plain else None
         if found is None:
             found = self._full(q, self._walk(q) if walk is None else walk)
         clock = time.perf_counter()
@@ -541,18 +591,56 @@ def _refine(lr, exposed, n_states: int, p: int, ranks: np.ndarray, class_arrays,
 
 
 def _with_alias_columns(tables: ParseTables, lexer: LexerAutomaton, parser_term: np.ndarray,
-                        aliases: list[tuple[int, int]]) -> ParseTables:
+                        aliases: list[tuple[int, int]], indent: IndentSpec | None) -> ParseTables:
     """The parse tables with a column per alias (terminal, bit set over its branch options), after the others:
-    the terminal's actions, with the shifts into states of the other options' modes removed."""
+    the terminal's actions, with the shifts into states of the other options' modes removed. An alias of the
+    indenter's newline gets its *mode column* instead (see :mod:`grammask.indentation`): 0 in the LR states of its
+    modes, an error elsewhere; it is never fed."""
     action = tables.action
     extra = np.empty((action.shape[0], len(aliases)), dtype=action.dtype)
     for k, (t, bits) in enumerate(aliases):
         lo, hi = int(lexer.branch_ptr[t]), int(lexer.branch_ptr[t + 1])
         modes = [int(m) for i, m in enumerate(lexer.branch_mode[lo:hi].tolist()) if bits >> i & 1]
+        if indent is not None and t == indent.newline_lexer:
+            extra[:, k] = np.where(np.isin(lexer.lr_mode, modes), 0, ERROR)
+            continue
         col = action[:, parser_term[t]]
         into = lexer.lr_mode[np.maximum(col, 0)]
         extra[:, k] = np.where((col >= 0) & ~np.isin(into, modes), ERROR, col)
     return dataclasses.replace(tables, action=np.hstack([action, extra]))
+
+
+def _may_follow(tables: ParseTables, lexer: LexerAutomaton, parser_term: np.ndarray, n_options: int,
+                ) -> tuple[np.ndarray, np.ndarray]:
+    """Which parser terminal may be accepted right after a sequence item (see :func:`walk_contextual`): per parser
+    terminal, and per lexer terminal and branch option (its shifts into that option's mode only)."""
+    action = tables.action
+    n_columns = action.shape[1]
+    live = action != ERROR
+    plain = np.zeros((n_columns, n_columns), dtype=np.bool_)
+    for x in range(tables.end):
+        targets = np.unique(action[:, x][action[:, x] >= 0])
+        plain[x] = live[targets].any(axis=0)
+    by_option = np.zeros((len(lexer.terminals), max(n_options, 1), n_columns), dtype=np.bool_)
+    for t, options in enumerate(lexer.branch_options):
+        if not 0 <= parser_term[t] < n_columns:
+            continue  # ignored, or the indenter's newline (context ids always pass)
+        col = action[:, parser_term[t]]
+        for k, mode in enumerate(options):
+            targets = np.unique(col[(col >= 0) & (lexer.lr_mode[np.maximum(col, 0)] == mode)])
+            by_option[t, k] = live[targets].any(axis=0)
+    return plain, by_option
+
+
+def _later_levels(counter: CountTables, states: np.ndarray, queued: np.ndarray) -> list[int]:
+    """The copies in later levels of ``states`` not queued yet (marked queued now)."""
+    out = []
+    for q in states.tolist():
+        for copy in counter.copies(q)[1:]:
+            if not queued[copy]:
+                queued[copy] = True
+                out.append(copy)
+    return out
 
 
 def _armed_tops(lexer: LexerAutomaton, tables: ParseTables, parser_term: np.ndarray) -> np.ndarray | None:

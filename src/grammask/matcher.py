@@ -1,6 +1,8 @@
 """The online matcher: one per generated sequence (GreatGramma Alg. 6).
 
-A matcher's state is a lexer state (the pending, unfinished lexeme) and a persistent LR stack.
+A matcher's state is a lexer state (the pending, unfinished lexeme) and a persistent LR stack, and
+beside them what the lexer and postlex keep: the indentation context, or the pending lexeme's count
+for counted terminals (:mod:`grammask.counting`).
 ``fill_mask`` copies the precomputed mask of ``(lexer state, top LR state)`` and adds the
 token classes whose acceptance depends on the stack below, checked against the real stack.
 Each accepted token pushes the previous state on a history list, so ``rollback`` is a pop and
@@ -96,6 +98,7 @@ class Matcher(TokenSteps):
     __slots__ = (
         "_budget",
         "_costs",
+        "_counting",
         "_history",
         "_indenter",
         "_lexer",
@@ -118,12 +121,17 @@ class Matcher(TokenSteps):
         self._runner = engine.runner
         self._lexer = engine.lexer
         self._indenter = engine.indenter
+        self._counting = engine.counting
         self._lexstate = 0
         self._stack = self._runner.initial
-        self._post = None if self._indenter is None else INDENT_START
+        self._post = INDENT_START if self._indenter is not None else None
+        if self._counting is not None:
+            self._post = self._lexer.start_count
         self._history: list[tuple[int, tuple, tuple | None]] = []
         self._mask: np.ndarray | None = None
         self._mask_key: tuple | None = None
+        if self._indenter is not None and self._indenter.spec.eof_newline:
+            self._lexstate, self._stack, self._post = self._state_after(b"\n")  # CPython measures line 1 too
         if prefix:
             self._lexstate, self._stack, self._post = self._state_after(
                 prefix.encode() if isinstance(prefix, str) else prefix)
@@ -188,7 +196,7 @@ class Matcher(TokenSteps):
         """
         if self._lexstate == _TERMINATED:
             return 0
-        return self._cost_model().min_tokens(self._lexstate, self._stack)
+        return self._cost_model().min_tokens(self._lexstate, self._stack, self._post)
 
     def _cost_model(self) -> TokenBudget:
         if self._costs is None:
@@ -197,10 +205,10 @@ class Matcher(TokenSteps):
 
     def _new_budget(self, max_tokens: int | None) -> TokenBudget:
         grammar = self.compiled.grammar
-        if grammar.indentation is not None or grammar.semicolons is not None:
+        if self._counting is not None:
             raise BudgetUnsupportedError(
-                f"grammar {grammar.name!r} has a postlex (indentation or semicolon insertion): token budgets do not "
-                f"count the terminals it inserts yet"
+                f"grammar {grammar.name!r} has counted terminals (length bounds kept beside the lexer state): token "
+                f"budgets do not count them yet"
             )
         if self.compiled._engine.lexer.contextual:
             raise BudgetUnsupportedError(
@@ -208,7 +216,7 @@ class Matcher(TokenSteps):
                 f"token budgets are built for the basic lexer only so far (pass lexer='basic' to Grammar.from_lark)"
             )
         rt = self.compiled._budget_runtime()
-        return TokenBudget(rt, max_tokens, self._lexstate, self._stack, self.compiled.grammar.name)
+        return TokenBudget(rt, max_tokens, self._lexstate, self._stack, self.compiled.grammar.name, self._post)
 
     def next_token_costs(self) -> np.ndarray:
         """Per token id: :meth:`min_tokens_to_finish` after it, -1 where it is not allowed (budget included).
@@ -219,7 +227,7 @@ class Matcher(TokenSteps):
         n = self.compiled.vocab.n_logits
         if self._lexstate == _TERMINATED:
             return np.full(n, -1, dtype=np.int64)
-        out = self._cost_model().next_token_costs(self._lexstate, self._stack, len(self._history), n)
+        out = self._cost_model().next_token_costs(self._lexstate, self._stack, len(self._history), n, self._post)
         if self.is_accepting() and (self._budget is None or len(self._history) < self._budget.limit):
             out[list(self.compiled.vocab.eos_ids)] = 0
         return out
@@ -242,43 +250,65 @@ class Matcher(TokenSteps):
         if self._memo_valid():
             row[:] = self._mask
             if self._budget is not None:
-                self._budget.restrict(row, self._lexstate, self._stack, len(self._history))
+                self._budget.restrict(row, self._lexstate, self._stack, len(self._history), self._post)
             return
         stack = self._stack
-        pair = rt.pairs(self._lexstate)[stack[0]]
-        if pair < 0:
+        if self._counting is not None and self._counting.near(self._lexstate, self._post):
+            self._near_mask(row, stack)
+        elif not self._table_mask(row, self._lexstate, stack):
             raise MatcherStateError(
                 f"internal error: no mask table for lexer state {self._lexstate} with LR state {stack[0]}"
             )
-        np.copyto(row, rt.masks[rt.pair_mask[pair]])
-        if rt.pair_has_marks[pair]:
-            self._add_depends(row, stack, rt.state_classes[self._lexstate], rt.pair_marks[pair])
         if self._accepts_end(self._lexstate, stack, self._post):
             row[rt.eos_words] |= rt.eos_bits
         self._mask = row.copy()
         self._mask_key = (self._lexstate, stack, self._post)
         if self._budget is not None:
-            self._budget.restrict(row, self._lexstate, self._stack, len(self._history))
+            self._budget.restrict(row, self._lexstate, self._stack, len(self._history), self._post)
+
+    def _table_mask(self, row: np.ndarray, lexstate: int, stack) -> bool:
+        """Write the tokens allowed in ``lexstate`` with ``stack`` (EOS aside) into ``row``; False if no decoding
+        reaches that pair (``row`` untouched)."""
+        rt = self._rt
+        pair = rt.pairs(lexstate)[stack[0]]
+        if pair < 0:
+            return False
+        np.copyto(row, rt.masks[rt.pair_mask[pair]])
+        if rt.pair_has_marks[pair]:
+            self._add_depends(row, stack, lexstate, rt.pair_marks[pair])
+        return True
+
+    def _near_mask(self, row: np.ndarray, stack) -> None:
+        """:meth:`_table_mask` for a counted lexeme near its level's end: each level's copy decides the tokens
+        that take the count into that level (:mod:`grammask.counting`)."""
+        counting = self._counting
+        row[:] = 0
+        part = np.empty_like(row)
+        for copy, lo, hi in counting.levels(self._lexstate, self._post):
+            if self._table_mask(part, copy, stack):
+                row |= part & counting.tokens_adding(self._lexstate, lo, hi)
 
     def _memo_valid(self) -> bool:
         """Whether the mask kept from the last fill is this state's."""
         key = self._mask_key
         return key is not None and key[0] == self._lexstate and key[1] is self._stack and key[2] == self._post
 
-    def _add_depends(self, row: np.ndarray, stack, state_classes, marks: np.ndarray) -> None:
+    def _add_depends(self, row: np.ndarray, stack, lexstate: int, marks: np.ndarray) -> None:
         """OR in the marked classes the real stack accepts (compiled check; Python for very deep stacks)."""
         rt = self._rt
-        classes, lcp, deps = state_classes
+        classes, lcp, deps = rt.state_classes[lexstate]
         states = _top_states(stack, _STACK_VIEW)
         unknown = np.empty(len(classes), dtype=np.int32)
         n_unknown = add_marked_classes(row, *rt.lr, states, classes, lcp, deps, marks, *rt.class_tables,
                                        *rt.dep_bits, unknown)
-        self._add_unknown_classes(row, stack, unknown[:n_unknown])
+        self._add_unknown_classes(row, stack, unknown[:n_unknown], lexstate)
 
-    def _add_unknown_classes(self, row: np.ndarray, stack, unknown: np.ndarray) -> None:
-        """OR in the lexer state's classes ``unknown`` (indices the compiled check left open) the real stack accepts."""
+    def _add_unknown_classes(self, row: np.ndarray, stack, unknown: np.ndarray, lexstate: int | None = None) -> None:
+        """OR in the classes ``unknown`` (indices the compiled check left open) of ``lexstate`` (default: the
+        matcher's) the real stack accepts."""
         rt = self._rt
-        classes = rt.state_python(self._lexstate)
+        lexstate = self._lexstate if lexstate is None else lexstate
+        classes = rt.state_python(lexstate)
         if self._indenter is not None:
             self._add_context_classes(row, stack, unknown)
             return
@@ -301,13 +331,19 @@ class Matcher(TokenSteps):
         todo = np.zeros(len(classes), dtype=bool)
         todo[unknown] = True
         taken = []
-        for first, local, ranks, tail_lcp in rt.context_groups(self._lexstate, self._indenter.spec.base):
+        spec = self._indenter.spec
+        for first, local, ranks, tail_lcp, modes in rt.context_groups(self._lexstate, spec.base, spec.stride):
             if not todo[local].any():
                 continue
             todo[local] = False
             fed = check.step(first)
             if fed is None:
                 continue
+            if spec.stride > 1:  # the classes whose next lexeme's modes hold the state on top
+                keep = self._indenter.mode_ok(fed[0][0], modes)
+                if not keep.any():
+                    continue
+                local, ranks, tail_lcp = local[keep], ranks[keep], _kept_lcp(tail_lcp, np.flatnonzero(keep))
             verdicts = np.empty(len(local), dtype=np.int8)
             check_class_tails(*rt.lr, _top_states(fed[0], _STACK_VIEW), ranks, tail_lcp, *rt.class_tables, verdicts)
             for k, v in zip(local.tolist(), verdicts.tolist(), strict=True):
@@ -364,7 +400,8 @@ class Matcher(TokenSteps):
             raise TokenRejectedError(
                 token_id, f"({_show(vocab.tokens[token_id] if token_id < len(vocab.tokens) else None)}) is not allowed here"
             )
-        if budget is not None and not budget.allows(token_id, self._lexstate, self._stack, len(self._history), *new[:2]):
+        if budget is not None and not budget.allows(token_id, self._lexstate, self._stack, len(self._history), new[0],
+                                                    new[1], self._post, new[2]):
             raise TokenRejectedError(
                 token_id,
                 f"({_show(vocab.tokens[token_id])}) is not allowed: no complete output would fit "
@@ -382,20 +419,24 @@ class Matcher(TokenSteps):
         """The (lexer state, stack, indentation context) after ``data``, or None if no sentence can follow it."""
         indenter = self._indenter
         if indenter is not None:
-            levels, depth, width = post
-            lexed = indenter.lex(lexstate, width, data)
-            if lexed is None:
+            read = indenter.read(lexstate, stack, *post, data)
+            if read is None:
                 return None
-            items, lexstate, width = lexed
-            fed = indenter.feed_all(stack, levels, depth, items)
-            if fed is None or not self._follow_ok(fed[0], fed[1:], self._rt.state_follow[lexstate]):
+            lexstate, stack, levels, depth, width = read
+            if not self._follow_ok(stack, (levels, depth), self._rt.state_follow[lexstate]):
                 return None
-            return lexstate, fed[0], (fed[1], fed[2], width)
+            return lexstate, stack, (levels, depth, width)
         if self._lexer.contextual:
             lexed = self._lex_contextual(lexstate, stack, data)
             if lexed is None:
                 return None
             lexstate, stack = lexed
+        elif self._counting is not None:
+            lexed = self._lexer.step_counted(lexstate, post, data)
+            if lexed is None:
+                return None
+            emitted, lexstate, post = lexed
+            stack = self._feed_lexer_terminals(stack, emitted)
         else:
             lexed = self._lexer.step(lexstate, data)
             if lexed is None:
@@ -404,7 +445,7 @@ class Matcher(TokenSteps):
             stack = self._feed_lexer_terminals(stack, emitted)
         if stack is None or not self._follow_ok(stack, None, self._rt.state_follow[lexstate]):
             return None
-        return lexstate, stack, None
+        return lexstate, stack, post
 
     def _state_after(self, data: bytes):
         state = self._read(self._lexstate, self._stack, self._post, data)
@@ -426,13 +467,14 @@ class Matcher(TokenSteps):
         after it, or None if rejected."""
         lexer = self._lexer
         trans, accept, restart = lexer._lists
+        bans = lexer.bans
         parser_term = self.compiled._engine.parser_term
         feed = self._runner.feed
         for b in data:
             nxt = trans[lexstate][b]
             if nxt < 0:
                 term = accept[lexstate]
-                if term < 0:
+                if term < 0 or (bans is not None and b in bans[lexstate]):
                     return None
                 if parser_term[term] >= 0:
                     stack = feed(stack, int(parser_term[term]))
@@ -537,6 +579,14 @@ class Matcher(TokenSteps):
     def reset(self) -> None:
         """Back to the start of a document."""
         self.rollback(len(self._history))
+
+
+def _kept_lcp(lcp: np.ndarray, kept: np.ndarray) -> np.ndarray:
+    """The common prefixes between consecutive sequences of a list (``lcp[i]``: with the one before) once only the
+    ones at sorted indices ``kept`` remain: the least over the stretch each skips."""
+    out = np.minimum.reduceat(lcp[: kept[-1] + 1], np.concatenate([[0], kept[:-1] + 1]))
+    out[0] = 0
+    return out
 
 
 def _top_states(stack, limit: int) -> np.ndarray:

@@ -72,9 +72,13 @@ class SentenceSampler:
     def _distances(self) -> list[np.ndarray]:
         """For each terminal, the fewest bytes from each lexer state to a lexeme emitted as it (inf: none)."""
         n = self.lexer.n_states
+        trans = self.lexer.trans
+        if self.lexer.counter is not None:  # a counted lexeme may move up a level on a byte that adds a unit
+            trans = np.hstack([trans, self.lexer.counter.crossings(trans)])
         preds: list[list[int]] = [[] for _ in range(n)]
         for q in range(n):
-            for r in set(self.lexer.trans[q, self._succ[q]].tolist()):
+            row = trans[q]
+            for r in set(row[row >= 0].tolist()):
                 preds[r].append(q)
         out = []
         for t in range(len(self.lexer.terminals)):
@@ -126,21 +130,34 @@ class SentenceSampler:
         dist = self._dist[t]
         if dist[0] == np.inf:
             raise GrammarError(f"terminal {terminal} can never be emitted by the lexer (another terminal always wins)")
-        trans, accept = self.lexer.trans, self.lexer.accept
-        state, out = 0, bytearray()
+        accept = self.lexer.accept
+        state, count, out = 0, self.lexer.start_count, bytearray()
         while True:
             if accept[state] == t and (rng.random() < 1.0 / mean_length or not len(self._succ[state])):
                 return bytes(out)
-            options = [b for b in self._succ[state].tolist() if dist[trans[state, b]] < np.inf]
+            after = {b: self._next(state, count, b) for b in self._succ[state].tolist()}
+            options = [b for b, (q, _) in after.items() if dist[q] < np.inf]
             if not options:
                 return bytes(out)
             if len(out) >= mean_length:  # head for the end of the lexeme
-                best = min(dist[trans[state, b]] for b in options)
-                options = [b for b in options if dist[trans[state, b]] == best]
+                best = min(dist[after[b][0]] for b in options)
+                options = [b for b in options if dist[after[b][0]] == best]
             printable = [b for b in options if 0x20 <= b < 0x7F]
             b = rng.choice(printable if printable and rng.random() < 0.9 else options)
             out.append(b)
-            state = int(trans[state, b])
+            state, count = after[b]
+
+    def _next(self, state: int, count: int, b: int) -> tuple[int, int]:
+        """The lexer state and the lexeme's count after byte ``b`` extends the lexeme (counted terminals move up
+        their levels)."""
+        nxt = int(self.lexer.trans[state, b])
+        counter = self.lexer.counter
+        if counter is None:
+            return nxt, count
+        count += int(counter.inc[state, b])
+        while count >= counter.up_at[nxt]:
+            nxt = int(counter.lift[nxt])
+        return nxt, count
 
     def sample(self, rng: random.Random, *, ignored_rate: float = 0.15) -> str:
         """A random sentence as text, which lexes back into the sampled terminal sequence.

@@ -25,6 +25,7 @@ import numba as nb
 import numpy as np
 
 if TYPE_CHECKING:
+    from grammask.automata.counted import CountTables
     from grammask.vocab import Vocabulary
 
 
@@ -192,6 +193,8 @@ class TrieWalk:
         self.seq = np.empty(trie.n_nodes, dtype=np.int64)
         # The current line's width at each node, times 2, plus 1 while relative to the width before the token.
         self.width = np.empty(trie.n_nodes, dtype=np.int64)
+        # The pending lexeme's count at each node (counted terminals), -1 while it is the lexeme the walk began in.
+        self.count = np.empty(trie.n_nodes, dtype=np.int64)
         n = len(trie.token_ids)
         self.out = (np.empty(n, dtype=np.int32), np.empty(n, dtype=np.int32), np.empty(n, dtype=np.int32))
         self.cache_keys = np.full(self._SLOTS, -1, dtype=np.int64)
@@ -240,10 +243,10 @@ class TrieWalkPool:
 def walk_tokens(
     trie: VocabTrie, trans: np.ndarray, accept: np.ndarray, parser_term: np.ndarray, start: int,
     seqs: SequenceTable, work: TrieWalk | None = None, newline: NewlineWidths | None = None,
-    restart: np.ndarray | None = None,
+    restart: np.ndarray | None = None, counter: CountTables | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Lex every token from lexer state ``start``: ``(seq, end)`` over all the trie's entries, ``DEAD`` where rejected."""
-    entries, seq, end = walk_alive(trie, trans, accept, parser_term, start, seqs, work, newline, restart)
+    entries, seq, end = walk_alive(trie, trans, accept, parser_term, start, seqs, work, newline, restart, counter)
     seq_all = np.full(len(trie.token_ids), DEAD, dtype=np.int32)
     end_all = np.full(len(trie.token_ids), DEAD, dtype=np.int32)
     seq_all[entries] = seq
@@ -256,22 +259,25 @@ class NewlineWidths:
     """How a walk writes the indentation's newline terminal (see :mod:`grammask.indentation`).
 
     ``terminal`` is the newline's lexer terminal, ``base`` the first context id, ``byte_width`` what
-    each byte adds to the current line's width (-1: a line break).
+    each byte adds to the current line's width (-1: a line break), ``stride`` the ids per width code (1 but under
+    a contextual lexer, whose walk writes the modes in between).
     """
 
     terminal: int
     base: int
     byte_width: np.ndarray
+    stride: int = 1
 
 
-_NO_NEWLINE = NewlineWidths(-1, 0, np.zeros(256, dtype=np.int32))
+NO_NEWLINE = NewlineWidths(-1, 0, np.zeros(256, dtype=np.int32))
+_NO_COUNT = (np.zeros((1, 256), dtype=np.uint8), np.zeros(1, dtype=np.int64), np.zeros(1, dtype=np.int32))
 _ALL_BYTES = np.ones(256, dtype=np.bool_)
 
 
 def walk_alive(
     trie: VocabTrie, trans: np.ndarray, accept: np.ndarray, parser_term: np.ndarray, start: int,
     seqs: SequenceTable, work: TrieWalk | None = None, newline: NewlineWidths | None = None,
-    restart: np.ndarray | None = None, first_bytes: np.ndarray | None = None,
+    restart: np.ndarray | None = None, counter: CountTables | None = None, first_bytes: np.ndarray | None = None,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Lex every token from lexer state ``start``; only the tokens that survive are reported.
 
@@ -280,11 +286,19 @@ def walk_alive(
     terminal index, or -1 for ignored terminals (not recorded in sequences). Pass the same
     ``work`` to many walks over one trie to reuse its scratch arrays. With ``newline``, that
     terminal is recorded as a context id carrying its last line's width. ``restart[q]`` is the state a
-    lexeme starts from after one ending in ``q`` (None: always 0; see ``LexerAutomaton.restart``).
+    lexeme starts from after one ending in ``q`` (None: always 0; see ``LexerAutomaton.restart``). With
+    ``counter`` (counted terminals, :mod:`grammask.automata.counted`), the lexemes that begin inside a token are
+    counted and move up their levels; so is the lexeme pending in ``start`` where its count is known
+    (``counter.fixed``), else it keeps its level: the walk is then exact for the counts of ``start``'s level from
+    which no token reaches the next.
     ``first_bytes``: only the tokens whose first byte ``b`` has ``first_bytes[b]`` (None: all).
     """
     work = work or TrieWalk(trie)
-    newline = newline or _NO_NEWLINE
+    newline = newline or NO_NEWLINE
+    counting = counter is not None
+    inc, up_at, lift = (counter.inc, counter.up_at, counter.lift) if counting else _NO_COUNT
+    start_units = np.int64(counter.fixed[0]) if counting else np.int64(0)
+    known = np.int64(counter.fixed[start]) if counting else np.int64(-1)
     if restart is None:
         restart = np.zeros(trans.shape[0], dtype=np.int32)
     if first_bytes is None:
@@ -295,7 +309,8 @@ def walk_alive(
             trie.node_byte, trie.node_parent, trie.node_end, trie.node_tok_ptr, trans, accept, parser_term,
             np.int32(start), seqs.slots, seqs.parent, seqs.last, seqs.count, np.int64(seqs.n_terms),
             work.state, work.seq, *work.out, *work.cache(), np.int32(newline.terminal), np.int64(newline.base),
-            newline.byte_width, work.width, restart, first_bytes,
+            newline.byte_width, work.width, restart, counting, inc, start_units, known, up_at, lift, work.count,
+            first_bytes,
         )
         if not full:
             return entries, seq, end
@@ -320,6 +335,28 @@ def intern(seq, pt, slots, parent, last, count, n_terms, capacity):
     last[found] = pt
     count[0] = found + 1
     return found
+
+
+NO_BREAK_YET = -2
+"""A walk's width code inside a lexeme that began in the token and has no line break yet: a newline lexeme ending
+so is rejected (Lark's ``Indenter`` measures the text after its last line break, and fails without one)."""
+
+
+@nb.njit(cache=True, inline="always")
+def next_width(width, step):
+    """The width code after a byte adding ``step`` (-1: a line break): ``2 * w`` for a line ``w`` wide since a line
+    break in the token, ``2 * w + 1`` for ``w`` more than before the token, :data:`NO_BREAK_YET` kept."""
+    if step < 0:
+        return np.int64(0)
+    return width if width == NO_BREAK_YET else width + 2 * step
+
+
+@nb.njit(cache=True, inline="always")
+def width_slot(width):
+    """A width code folded into 1,024 slots for a cache key (wide lines share one)."""
+    if width == NO_BREAK_YET:
+        return np.int64(0)
+    return 1 + (width & 1) + 2 * min(width >> 1, 510)
 
 
 @nb.njit(cache=True, inline="always")
@@ -359,7 +396,8 @@ def store_subtree(slot, lo, hi, entries, seq_out, end_out, cache_span, arena_ent
 @nb.njit(cache=True)
 def _walk(node_byte, node_parent, node_end, node_tok_ptr, trans, accept, parser_term, start, slots, parent, last,
           count, n_terms, node_state, node_seq, entries, seq_out, end_out, cache_keys, cache_span,
-          arena_entries, arena_seq, arena_end, used, nl_term, nl_base, byte_width, node_width, restart, first_bytes):
+          arena_entries, arena_seq, arena_end, used, nl_term, nl_base, byte_width, node_width, restart,
+          counting, inc, start_units, known, up_at, lift, node_count, first_bytes):
     capacity = min(len(parent), len(slots) // 2)
     cache_mask = len(cache_keys) - 1
     n_states = trans.shape[0]
@@ -368,6 +406,7 @@ def _walk(node_byte, node_parent, node_end, node_tok_ptr, trans, accept, parser_
     node_state[0] = start
     node_seq[0] = 0
     node_width[0] = 1  # width 0, relative
+    node_count[0] = known
     recording = -1  # cache slot of the first-byte subtree being recorded
     record_from = 0
     record_end = 0
@@ -385,27 +424,36 @@ def _walk(node_byte, node_parent, node_end, node_tok_ptr, trans, accept, parser_
         state = node_state[up]
         seq = node_seq[up]
         width = node_width[up]
+        units = node_count[up]
         nxt = trans[state, b]
+        came_from = state
         if nxt < 0:
             term = accept[state]
-            nxt = trans[restart[state], b]
-            if term < 0 or nxt < 0:
+            came_from = restart[state]
+            nxt = trans[came_from, b]
+            if term < 0 or nxt < 0 or (term == nl_term and width == NO_BREAK_YET):
                 n = node_end[n]  # this prefix is rejected, and so is every token below it
                 continue
+            units = start_units
             pt = parser_term[term]
             if term == nl_term:
                 pt = nl_base + 1 + width  # the context id of grammask.indentation
-            width = 0
+            width = NO_BREAK_YET
             if pt >= 0:
                 seq = intern(seq, pt, slots, parent, last, count, n_terms, capacity)
                 if seq < 0:
                     return entries, seq_out, end_out, True
-        step = byte_width[b]
-        width = 0 if step < 0 else width + 2 * step
-        if up == 0:  # a first-byte subtree: copy it if stored, record it on its second visit
+        if counting and units >= 0:
+            units += inc[came_from, b]
+            while units >= up_at[nxt]:
+                nxt = lift[nxt]
+        width = next_width(width, byte_width[b])
+        if up == 0 and units < 4095:  # a first-byte subtree: copy it if stored, record it on its second visit
             key = (seq * n_states + nxt) * n_nodes + n
             if nl_term >= 0:
-                key = (key * 2 + (width & 1)) * 512 + min(width >> 1, 511)
+                key = key * 1024 + width_slot(width)
+            if counting:
+                key = key * 4096 + units + 1
             h = (key * 0x9E3779B97F4A7C15) & cache_mask
             while cache_keys[h] >= 0 and cache_keys[h] != key:
                 h = (h + 1) & cache_mask
@@ -424,6 +472,7 @@ def _walk(node_byte, node_parent, node_end, node_tok_ptr, trans, accept, parser_
         node_state[n] = nxt
         node_seq[n] = seq
         node_width[n] = width
+        node_count[n] = units
         n_out = report(node_tok_ptr[n], node_tok_ptr[n + 1], seq, nxt, n_out, entries, seq_out, end_out)
         n += 1
     if recording >= 0:

@@ -127,6 +127,10 @@ class LlamaCppModel:
     def extend(self, states: Sequence[LlamaCppState], token_ids: Sequence[int]) -> list[LlamaCppState]:
         return [self._read(s.tokens + (int(t),)) for s, t in zip(states, token_ids)]
 
+    def read(self, state: LlamaCppState, token_ids: Sequence[int]) -> LlamaCppState:
+        """Append several tokens to one state in one evaluation."""
+        return self._read(state.tokens + tuple(int(t) for t in token_ids))
+
     def _read(self, tokens: tuple[int, ...]) -> LlamaCppState:
         """Bring the context to ``tokens``, reusing the longest cached prefix (at least the last token is read)."""
         llm = self.llm

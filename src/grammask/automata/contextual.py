@@ -21,6 +21,13 @@ one mode, that mode. Otherwise the next mode depends on the stack, and the lexer
 next lexeme may start in any of the modes of its shift targets (``branch_start``/``branch_mode``): the
 matcher picks the one of the LR state it reaches, and the vocabulary walk lexes them side by side
 (:mod:`grammask.contextual_walk`).
+
+**Trailing context.** A terminal whose lookahead reaches past its lexeme (``'(?!'')``) is a match only
+before some bytes. The basic lexer is built so that those bytes always extend the lexeme
+(:func:`~grammask.automata.lexer.check_trailing_context`); a mode that drops the terminal that extends it
+(python.lark's ``LONG_STRING`` where only ``STRING`` may stand) cannot be. There the lexeme's state gets a
+*ban*: the next bytes (column 256: the end of input) before which it is not a match, so the lexeme is
+rejected there, as Lark's regex rejects it (``ban_row``/``ban`` of the lexer).
 """
 
 from __future__ import annotations
@@ -32,11 +39,10 @@ from grammask.automata.lexer import (
     BRANCH,
     NO_TERMINAL,
     LexerAutomaton,
-    check_trailing_context,
+    alive,
     producible,
-    reach_union,
 )
-from grammask.errors import NO_DEADLINE, Deadline, GrammarError
+from grammask.errors import NO_DEADLINE, Deadline, GrammarError, UnsupportedRegexError
 
 
 def shadows(lexer: LexerAutomaton) -> np.ndarray:
@@ -47,7 +53,7 @@ def shadows(lexer: LexerAutomaton) -> np.ndarray:
     matches = lexer.matches
     if matches is None:
         raise GrammarError("the lexer was loaded without its match sets; build it with build_lexer")
-    alive_after = _alive(lexer.trans, matches, strict=True)
+    alive_after = alive(lexer.trans, matches, strict=True)
     shadow = alive_after.T.astype(np.int64) @ matches.astype(np.int64) > 0
     rank = lexer.rank
     better = rank[:, None] < rank[None, :]
@@ -100,19 +106,6 @@ def contextual_lexer(
     return _stack_modes(lexer, keeps, next_modes, int(lr_mode[start_state]), lr_mode, n_terms, deadline)
 
 
-def _alive(trans: np.ndarray, matches: np.ndarray, strict: bool) -> np.ndarray:
-    """Per state and terminal: some continuation (non-empty if ``strict``) is a lexeme of that terminal."""
-    reach = reach_union(trans, matches)
-    if not strict:
-        return reach
-    out = np.zeros_like(reach)
-    for q, row in enumerate(trans):
-        targets = np.unique(row[row >= 0])
-        if len(targets):
-            out[q] = reach[targets].any(axis=0)
-    return out
-
-
 def _stack_modes(
     lexer: LexerAutomaton, keeps: list[np.ndarray], next_modes: list[list[int]], first_mode: int,
     lr_mode: np.ndarray, n_terms: int, deadline: Deadline,
@@ -120,20 +113,20 @@ def _stack_modes(
     """One DFA per mode, stacked and minimized together, with restarts and branch aliases."""
     n = lexer.n_states
     matches = lexer.matches
-    alive = _alive(lexer.trans, matches, strict=False)
+    viable = alive(lexer.trans, matches, strict=False)
     rank = lexer.rank
     n_modes = len(keeps)
-    trans_parts, accept_parts = [], []
-    for keep in keeps:
-        live = (alive & keep[None, :]).any(axis=1)
+    offsets = np.arange(n_modes, dtype=np.int64) * n
+    trans = np.empty((n_modes * n, 256), dtype=np.int32)
+    accept = np.empty(n_modes * n, dtype=np.int32)
+    lives = np.empty((n_modes, n), dtype=bool)
+    for m, keep in enumerate(keeps):
+        live = lives[m] = (viable & keep[None, :]).any(axis=1)
         target_ok = np.where(lexer.trans >= 0, live[np.maximum(lexer.trans, 0)], False)
-        trans_parts.append(np.where(target_ok, lexer.trans, -1))
+        trans[m * n : (m + 1) * n] = np.where(target_ok, lexer.trans + m * n, -1)
         kept = matches & keep[None, :]
         ranked = np.where(kept, rank[None, :], np.iinfo(np.int64).max)
-        accept_parts.append(np.where(kept.any(axis=1), ranked.argmin(axis=1), NO_TERMINAL).astype(np.int32))
-    offsets = np.arange(n_modes, dtype=np.int64) * n
-    trans = np.vstack([np.where(t >= 0, t + off, -1) for t, off in zip(trans_parts, offsets)]).astype(np.int64)
-    accept = np.concatenate(accept_parts)
+        accept[m * n : (m + 1) * n] = np.where(kept.any(axis=1), ranked.argmin(axis=1), NO_TERMINAL)
     mode_of_row = np.repeat(np.arange(n_modes), n)
     starts = offsets.copy()
     restart = np.full(len(accept), -1, dtype=np.int64)
@@ -146,7 +139,7 @@ def _stack_modes(
             restart[q] = starts[next_modes[term][0]]
         else:
             restart[q] = BRANCH
-    keep_rows = _reachable(trans, starts)
+    keep_rows = _modes_reaching(lexer.trans, np.zeros(n_modes, dtype=np.int64), lives).T.reshape(-1)
     deadline.check("the contextual lexer's modes")
     # Minimize: same winner, same restart block, same successors; mode starts apart from inner states.
     sink = len(accept)
@@ -158,8 +151,9 @@ def _stack_modes(
     columns = np.where(columns >= 0, new_row[np.where(columns >= 0, columns, sink)], columns)
     is_start = np.zeros(sink, dtype=bool)
     is_start[starts] = True
-    labels = np.unique(np.column_stack([accept[keep_rows], is_start[keep_rows], restart[keep_rows] == BRANCH]),
-                       axis=0, return_inverse=True)[1].reshape(-1)
+    bans, ban_of = _bans(lexer, trans, accept, starts)
+    labels = np.unique(np.column_stack([accept[keep_rows], is_start[keep_rows], restart[keep_rows] == BRANCH,
+                                        ban_of[keep_rows]]), axis=0, return_inverse=True)[1].reshape(-1)
     block = coarsest_partition(columns, labels, deadline)
     # Number blocks with the first mode's start as 0.
     first_block = block[new_row[starts[first_mode]]]
@@ -178,17 +172,12 @@ def _stack_modes(
     new_restart = np.where(rows[:, 256] >= 0, state[np.maximum(rows[:, 256], 0)], BRANCH).astype(np.int32)
     new_restart[new_accept < 0] = 0
     start_state = state[new_row[starts]]
-    state_modes = np.zeros((n_new, n_modes), dtype=bool)
-    for m in range(n_modes):
-        state_modes[_reachable(new_trans, start_state[m : m + 1]), m] = True
+    state_modes = _modes_reaching(new_trans, start_state)
     branches = [(t, m) for t in range(n_terms) if len(next_modes[t]) > 1 and not lexer.ignored[t]
                 for m in next_modes[t]]
     branch_ptr = np.zeros(n_terms + 1, dtype=np.int32)
     for t, _ in branches:
         branch_ptr[t + 1] += 1
-    for index, context in lexer.trailing:
-        check_trailing_context(new_trans, new_accept, index, context, lexer.terminals[index],
-                               tuple(start_state.tolist()))
     contextual = LexerAutomaton(
         terminals=lexer.terminals,
         ignored=lexer.ignored,
@@ -200,19 +189,82 @@ def _stack_modes(
         branch_start=np.array([start_state[m] for _, m in branches], dtype=np.int32),
         branch_mode=np.array([m for _, m in branches], dtype=np.int32),
         lr_mode=lr_mode,
+        ban_row=None if bans is None else ban_of[kept_rows[rep]].astype(np.int32),
+        ban=bans,
     )
     return contextual, state_modes
 
 
-def _reachable(trans: np.ndarray, starts: np.ndarray) -> np.ndarray:
-    """Which states the transitions reach from ``starts`` (the starts included)."""
-    seen = np.zeros(trans.shape[0], dtype=bool)
-    seen[starts] = True
-    frontier = np.unique(starts)
-    while len(frontier):
-        nxt = np.unique(trans[frontier])
-        nxt = nxt[nxt >= 0]
-        nxt = nxt[~seen[nxt]]
-        seen[nxt] = True
-        frontier = nxt
-    return seen
+def _bans(lexer: LexerAutomaton, trans: np.ndarray, accept: np.ndarray, starts: np.ndarray,
+          ) -> tuple[np.ndarray | None, np.ndarray]:
+    """The stacked modes' bans (see the module docstring): the distinct ban rows (None if no state needs one) and
+    each stacked state's row (-1: none). A lexeme is banned before a byte its terminal's trailing context forbids
+    where the byte cannot extend it but starts a lexeme; at the end of input where the context forbids that."""
+    n = lexer.n_states
+    ban_of = np.full(len(accept), -1, dtype=np.int64)
+    rows: dict[bytes, int] = {}
+    starts_any = (trans[starts] >= 0).any(axis=0)
+    for index, context in lexer.trailing:
+        allowed = _allowed_after(lexer, index, context)
+        for q in np.flatnonzero(accept == index).tolist():
+            banned = ~allowed[q % n]
+            banned[:256] &= (trans[q] < 0) & starts_any
+            if banned.any():
+                ban_of[q] = rows.setdefault(banned.tobytes(), len(rows))
+    if not rows:
+        return None, ban_of
+    return np.frombuffer(b"".join(rows), dtype=bool).reshape(len(rows), 257).copy(), ban_of
+
+
+def _allowed_after(lexer: LexerAutomaton, index: int, context) -> np.ndarray:
+    """Per state of the basic lexer where terminal ``index`` (with trailing context ``context``) matches, what may
+    follow the lexeme (257 columns, the last one the end of input). Raises
+    :class:`~grammask.errors.UnsupportedRegexError` where two lexemes of one state differ in that."""
+    trans = lexer.trans
+    allowed = np.ones((lexer.n_states, 257), dtype=bool)
+    known = np.zeros(lexer.n_states, dtype=bool)
+    seen = {(0, 0)}
+    todo = [(0, 0)]
+    while todo:
+        q, t = todo.pop()
+        if lexer.matches[q, index]:
+            if known[q] and not np.array_equal(allowed[q], context.allowed[t]):
+                raise UnsupportedRegexError(
+                    f"terminal {lexer.terminals[index]}: its lookahead past the lexeme allows different next bytes for "
+                    f"lexemes the contextual lexer cannot tell apart; grammask cannot lex it with lexer='contextual'"
+                )
+            allowed[q], known[q] = context.allowed[t], True
+        for byte in np.flatnonzero((trans[q] >= 0) & (context.trans[t] >= 0)).tolist():
+            nxt = (int(trans[q, byte]), int(context.trans[t, byte]))
+            if nxt not in seen:
+                seen.add(nxt)
+                todo.append(nxt)
+    return allowed
+
+
+def _modes_reaching(trans: np.ndarray, starts: np.ndarray, lives: np.ndarray | None = None) -> np.ndarray:
+    """Per state of ``trans``, the modes (a bool row) whose start ``starts[m]`` reaches it, moving only into states
+    alive in the mode (``lives[m]``; None: all), as bit sets spread along the edges until nothing changes."""
+    n, n_modes = trans.shape[0], len(starts)
+    words = (n_modes + 63) // 64
+    src, byte = np.nonzero(trans >= 0)
+    edges = np.unique(src.astype(np.int64) * n + trans[src, byte])
+    src, dst = edges // n, edges % n
+    bit = np.left_shift(np.uint64(1), (np.arange(n_modes) % 64).astype(np.uint64))
+    reach = np.zeros((n, words), dtype=np.uint64)
+    np.bitwise_or.at(reach, (starts, np.arange(n_modes) // 64), bit)
+    gate = None
+    if lives is not None:
+        gate = np.zeros((n, words), dtype=np.uint64)
+        for m in range(n_modes):
+            gate[lives[m], m // 64] |= bit[m]
+    while True:
+        carried = reach[src]
+        if gate is not None:
+            carried &= gate[dst]
+        grown = reach.copy()
+        np.bitwise_or.at(grown, dst, carried)
+        if np.array_equal(grown, reach):
+            break
+        reach = grown
+    return (reach[:, np.arange(n_modes) // 64] & bit[None, :]) != 0

@@ -325,3 +325,60 @@ def _coarsest_stable_partition(initial: np.ndarray, columns: np.ndarray, deadlin
             return block
         block = np.unique(signature, axis=0, return_inverse=True)[1].reshape(-1)
         n_blocks = int(block.max()) + 1
+
+
+def successors(trans: np.ndarray) -> list[list[int]]:
+    """Per state of a transition table (-1: none), its distinct successor states."""
+    indptr, targets = _successors(trans)
+    return [targets[a:b].tolist() for a, b in zip(indptr[:-1].tolist(), indptr[1:].tolist())]
+
+
+def components(succ: list[list[int]], deadline: Deadline = NO_DEADLINE) -> list[int]:
+    """The strongly connected component of every state (Tarjan's algorithm, iterative), numbered in the order
+    found: an edge never leads to a component of a higher number.
+
+    Raises :class:`~grammask.errors.CompileTimeoutError` once ``deadline`` has passed.
+    """
+    n = len(succ)
+    index = [-1] * n
+    low = [0] * n
+    on_stack = [False] * n
+    comp = [-1] * n
+    stack: list[int] = []
+    counter = 0
+    found = 0
+    for root in range(n):
+        if index[root] >= 0:
+            continue
+        work = [(root, 0)]
+        while work:
+            v, i = work.pop()
+            if i == 0:
+                index[v] = low[v] = counter
+                counter += 1
+                stack.append(v)
+                on_stack[v] = True
+            edges = succ[v]
+            while i < len(edges):
+                w = edges[i]
+                i += 1
+                if index[w] < 0:
+                    work.append((v, i))
+                    work.append((w, 0))
+                    break
+                if on_stack[w]:
+                    low[v] = min(low[v], index[w])
+            else:
+                if low[v] == index[v]:
+                    deadline.check("the automaton's cycles")
+                    while True:
+                        w = stack.pop()
+                        on_stack[w] = False
+                        comp[w] = found
+                        if w == v:
+                            break
+                    found += 1
+                if work:
+                    parent = work[-1][0]
+                    low[parent] = min(low[parent], low[v])
+    return comp

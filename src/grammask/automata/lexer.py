@@ -26,16 +26,16 @@ next byte would need accepts per (state, byte) throughout the engine.
 
 from __future__ import annotations
 
-import functools
 import re
 from dataclasses import dataclass, field
-from functools import cached_property
+from functools import cached_property, lru_cache
 
-import numba as nb
 import numpy as np
 
-from grammask.automata.dfa import build_dfa
-from grammask.automata.patterns import terminal_nfa
+from grammask.automata.counted import CountTables, add_levels, check_free, free_pattern
+from grammask.automata.dfa import ByteDFA, build_dfa, components, successors
+from grammask.automata.first_match import restrict_preempted
+from grammask.automata.patterns import regex_to_dfa, terminal_nfa
 from grammask.automata.regex import TrailingContext
 from grammask.errors import NO_DEADLINE, Deadline, GrammarError, UnsupportedRegexError
 from grammask.grammar.ir import Grammar, Semicolons, Terminal
@@ -70,6 +70,13 @@ class LexerAutomaton:
     ending in ``q`` with terminal ``t`` starts in the mode of the LR state the parser reaches: one of
     ``branch_mode[branch_ptr[t]:branch_ptr[t+1]]``, from the matching ``branch_start``.
 
+    A contextual lexer's mode may also *ban* a lexeme before some next bytes (its terminal's trailing context
+    forbids them and no kept terminal extends it there): ``ban_row[q]`` (-1: none) is the row of ``ban`` (257
+    columns, the last one the end of input) listing them; see :meth:`ends_before`.
+
+    With counted terminals (:mod:`grammask.automata.counted`), ``counter`` holds how the lexeme's count is kept:
+    the states of the counted region have a copy per level of the count, and :meth:`step` takes the count.
+
     ``matches`` (each state's set of terminals whose language holds the lexeme, as a bool row), ``rank``
     (each terminal's place in the winner order) and ``trailing`` (terminals with trailing context) serve
     building a contextual lexer; a lexer loaded from the cache has them as None.
@@ -87,6 +94,9 @@ class LexerAutomaton:
     branch_start: np.ndarray | None = None
     branch_mode: np.ndarray | None = None
     lr_mode: np.ndarray | None = None
+    ban_row: np.ndarray | None = None
+    ban: np.ndarray | None = None
+    counter: CountTables | None = field(default=None, compare=False, repr=False)
     matches: np.ndarray | None = field(default=None, compare=False, repr=False)
     rank: np.ndarray | None = field(default=None, compare=False, repr=False)
     trailing: tuple[tuple[int, TrailingContext], ...] = field(default=(), compare=False, repr=False)
@@ -124,34 +134,80 @@ class LexerAutomaton:
     def _lists(self) -> tuple[list[list[int]], list[int], list[int]]:
         return self.trans.tolist(), self.accept.tolist(), self.restarts.tolist()
 
+    @cached_property
+    def bans(self) -> list[frozenset[int]] | None:
+        """Per state, the next bytes (256: the end of input) before which its lexeme may not end (see ``ban``); None
+        for a lexer without bans."""
+        if self.ban is None:
+            return None
+        rows = [frozenset(np.flatnonzero(row).tolist()) for row in self.ban]
+        return [rows[r] if r >= 0 else frozenset() for r in self.ban_row.tolist()]
+
+    def ends_before(self, state: int, byte: int) -> int:
+        """The terminal a lexeme ending in ``state`` is emitted as before ``byte`` (256: at the end of input), or
+        -1 where it is incomplete or banned there."""
+        term = self._lists[1][state]
+        bans = self.bans
+        return -1 if term < 0 or (bans is not None and byte in bans[state]) else term
+
     def step(self, state: int, data: bytes) -> tuple[list[int], int] | None:
         """Lex ``data`` from ``state``: the terminals it completes (ignored ones included) and the state left.
 
         Returns None if the bytes are rejected under the lexing rule. A contextual lexer's branches need the
         parser: this raises :class:`~grammask.errors.GrammarError` on reaching one (the matcher lexes those).
+        With counted terminals the lexeme pending in ``state`` is taken to have the count of one that has not begun
+        (exact from state 0: :meth:`step_counted` takes the count).
+        """
+        stepped = self.step_counted(state, self.start_count, data)
+        return None if stepped is None else stepped[:2]
+
+    def step_counted(self, state: int, count: int, data: bytes) -> tuple[list[int], int, int] | None:
+        """:meth:`step` with the count of the lexeme pending in ``state`` (see :mod:`grammask.automata.counted`):
+        (terminals completed, state left, count of the lexeme pending there); None if rejected.
+
+        Raises :class:`~grammask.errors.GrammarError` at a contextual lexer's branch, as :meth:`step` does.
         """
         trans, accept, restart = self._lists
+        bans = self.bans
+        counter = self._counter_lists
         emitted: list[int] = []
         for b in data:
             nxt = trans[state][b]
             if nxt < 0:
                 term = accept[state]
-                if term < 0:
+                if term < 0 or (bans is not None and b in bans[state]):
                     return None
                 if restart[state] == BRANCH:
                     raise GrammarError("internal error: a contextual lexer's branch lexed without the parser")
-                nxt = trans[restart[state]][b]
+                state = restart[state]
+                count = 0 if counter is None else counter[3]
+                nxt = trans[state][b]
                 if nxt < 0:
                     return None
                 emitted.append(term)
+            if counter is not None:
+                inc, up_at, lift, _ = counter
+                count += inc[state][b]
+                while count >= up_at[nxt]:
+                    nxt = lift[nxt]
             state = nxt
-        return emitted, state
+        return emitted, state, count
+
+    @cached_property
+    def _counter_lists(self) -> tuple[list[list[int]], list[int], list[int], int] | None:
+        c = self.counter
+        return None if c is None else (c.inc.tolist(), c.up_at.tolist(), c.lift.tolist(), int(c.fixed[0]))
+
+    @property
+    def start_count(self) -> int:
+        """The count of a lexeme that has not begun (0 without counted terminals)."""
+        return 0 if self.counter is None else int(self.counter.fixed[0])
 
     def finish(self, state: int) -> list[int] | None:
         """The terminals emitted at end of input from ``state`` ([] from the initial state), None if incomplete."""
         if state == 0:
             return []
-        term = int(self.accept[state])
+        term = self.ends_before(state, 256)
         if term < 0:
             return None
         if self.end_terminal >= 0 and self.restarts[state] != 0:
@@ -171,8 +227,13 @@ def build_lexer(grammar: Grammar, deadline: Deadline | None = None) -> LexerAuto
     nfas = []
     for t in terminals:
         deadline.check("the terminals' automata")
-        nfas.append(terminal_nfa(t.pattern, t.flags, t.literal, t.name))
+        nfas.append(terminal_nfa(t.pattern, t.flags, t.literal, t.name, deadline))
     dfa = build_dfa(nfas, deadline)
+    if grammar.first_match:
+        dfa_matches = _match_rows(dfa, len(terminals))
+        restricted = restrict_preempted(terminals, nfas, dfa_matches, alive(dfa.trans, dfa_matches, strict=True))
+        if restricted is not nfas:
+            dfa = build_dfa(restricted, deadline)
     if dfa.accepts[dfa.start]:
         names = ", ".join(terminals[i].name for i in sorted(dfa.accepts[dfa.start]))
         raise GrammarError(f"terminal(s) {names} match the empty string; the lexer needs every terminal to consume input")
@@ -182,9 +243,7 @@ def build_lexer(grammar: Grammar, deadline: Deadline | None = None) -> LexerAuto
     accept = np.array(
         [min(tags, key=rank.__getitem__) if tags else NO_TERMINAL for tags in dfa.accepts], dtype=np.int32
     )
-    matches = np.zeros((len(dfa.accepts), len(terminals)), dtype=bool)
-    for q, tags in enumerate(dfa.accepts):
-        matches[q, list(tags)] = True
+    matches = _match_rows(dfa, len(terminals))
     trans = _detach_start(np.ascontiguousarray(dfa.trans, dtype=np.int32))
     if len(trans) > len(accept):
         accept = np.append(accept, accept[0])
@@ -192,17 +251,51 @@ def build_lexer(grammar: Grammar, deadline: Deadline | None = None) -> LexerAuto
     trailing = tuple((index, nfa.trailing) for index, nfa in enumerate(nfas) if nfa.trailing is not None)
     for index, context in trailing:
         check_trailing_context(trans, accept, index, context, nfas[index].name)
+    counter = None
+    reach = trans
+    if any(t.count is not None for t in terminals):
+        made = _with_counts(grammar, trans, matches, rank, bool(trailing), deadline)
+        trans, accept, matches, counter = made.trans, made.accept, made.matches, made.tables
+        reach = np.hstack([trans, counter.crossings(trans)])  # a pending lexeme may move up a level
     lexer = LexerAutomaton(
         terminals=tuple(t.name for t in terminals),
         ignored=np.array([t.name in grammar.ignore for t in terminals], dtype=bool),
         trans=trans,
         accept=accept,
-        produce=producible(trans, accept, len(terminals), deadline),
+        produce=producible(reach, accept, len(terminals), deadline),
+        counter=counter,
         matches=matches,
         rank=rank,
         trailing=trailing,
     )
     return lexer if grammar.semicolons is None else _with_semicolons(lexer, grammar.semicolons)
+
+
+def _match_rows(dfa: ByteDFA, n_terminals: int) -> np.ndarray:
+    """Per DFA state, the terminals whose language holds the lexeme read to reach it (a bool row)."""
+    matches = np.zeros((dfa.n_states, n_terminals), dtype=bool)
+    for q, tags in enumerate(dfa.accepts):
+        matches[q, list(tags)] = True
+    return matches
+
+
+def _with_counts(grammar: Grammar, trans: np.ndarray, matches: np.ndarray, rank: np.ndarray, trailing: bool,
+                 deadline: Deadline):
+    """The lexer's DFA with the counted region copied per level (:func:`~grammask.automata.counted.add_levels`);
+    GrammarError where counting is not exact (a postlex, trailing context, a counted language not free)."""
+    terminals = grammar.terminals
+    if grammar.semicolons is not None or grammar.indentation is not None or trailing:
+        raise GrammarError(
+            f"grammar {grammar.name!r}: counted terminals (a length bound kept beside the lexer state) do not go with "
+            f"a postlex or a lookahead past the lexeme yet"
+        )
+    for t in terminals:
+        if t.count is not None and not free_pattern(t.pattern, t.flags, t.count.unit):
+            deadline.check("the counted terminals' levels")
+            own = regex_to_dfa(t.pattern, t.flags, t.name)
+            check_free(own.trans, np.array([bool(tags) for tags in own.accepts], dtype=bool), t.count.unit, t.name)
+    return add_levels(trans, matches, rank, [t.count for t in terminals], reach_union(trans, matches, deadline),
+                      deadline)
 
 
 def _with_semicolons(lexer: LexerAutomaton, rules: Semicolons) -> LexerAutomaton:
@@ -248,18 +341,15 @@ def _detach_start(trans: np.ndarray) -> np.ndarray:
     return np.vstack([trans, trans[0]])
 
 
-def check_trailing_context(
-    trans: np.ndarray, accept: np.ndarray, terminal: int, context: TrailingContext, name: str,
-    starts: tuple[int, ...] = (0,),
-) -> None:
+def check_trailing_context(trans: np.ndarray, accept: np.ndarray, terminal: int, context: TrailingContext, name: str,
+                           ) -> None:
     """Raise :class:`UnsupportedRegexError` if the lexer could emit ``terminal`` before a byte (or at
     the end of input) its trailing context forbids.
 
-    Walks the lexer DFA and the terminal's own DFA side by side from the empty lexeme (``starts``: the
-    states lexemes start from; a byte that starts a lexeme from any of them counts).
+    Walks the lexer DFA and the terminal's own DFA side by side from the empty lexeme.
     """
-    starts_lexeme = (trans[list(starts)] >= 0).any(axis=0)
-    parent: dict[tuple[int, int], tuple[tuple[int, int], int] | None] = {(s, 0): None for s in starts}
+    starts_lexeme = trans[0] >= 0
+    parent: dict[tuple[int, int], tuple[tuple[int, int], int] | None] = {(0, 0): None}
     todo = list(parent)
     while todo:
         q, t = pair = todo.pop()
@@ -311,7 +401,7 @@ def _tie_key(t: Terminal) -> tuple:
     return (-t.priority, t.literal is None, -_max_width(t.pattern), -len(t.pattern), t.name)
 
 
-@functools.lru_cache(maxsize=4096)
+@lru_cache(maxsize=4096)
 def _max_width(pattern: str) -> int:
     try:
         return int(min(sre_parse.parse(pattern).getwidth()[1], sre_parse.MAXREPEAT))
@@ -332,32 +422,53 @@ def reach_union(trans: np.ndarray, rows: np.ndarray, deadline: Deadline = NO_DEA
 
     Raises :class:`~grammask.errors.CompileTimeoutError` once ``deadline`` has passed.
     """
-    n, width = rows.shape
-    reach = np.packbits(rows, axis=1)
-    targets = np.sort(np.where(trans >= 0, trans, np.arange(n)[:, None]), axis=1)
-    distinct = np.ones(targets.shape, dtype=bool)
-    distinct[:, 1:] = targets[:, 1:] != targets[:, :-1]
-    distinct &= targets != np.arange(n)[:, None]
-    succ_ptr = np.zeros(n + 1, dtype=np.int64)
-    np.cumsum(distinct.sum(axis=1), out=succ_ptr[1:])
-    succ = targets[distinct].astype(np.int64)
-    while True:
-        deadline.check("the lexer's producible terminals")
-        if not _union_pass(reach, succ_ptr, succ):
-            return np.unpackbits(reach, axis=1, count=width).astype(bool)
+    if rows.size == 0:
+        return rows.copy()
+    return _unpack(_reach_bits(successors(trans), _pack(rows), deadline), rows.shape[1])
 
 
-@nb.njit(cache=True)
-def _union_pass(reach, succ_ptr, succ):
-    """One pass of :func:`reach_union`'s fixed point over packed rows, last state first; whether a row grew."""
-    changed = False
-    for q in range(len(reach) - 1, -1, -1):
-        row = reach[q]
-        for i in range(succ_ptr[q], succ_ptr[q + 1]):
-            other = reach[succ[i]]
-            for w in range(len(row)):
-                merged = row[w] | other[w]
-                if merged != row[w]:
-                    row[w] = merged
-                    changed = True
-    return changed
+def alive(trans: np.ndarray, matches: np.ndarray, strict: bool) -> np.ndarray:
+    """Per state and terminal: some continuation (non-empty if ``strict``) is a lexeme of that terminal."""
+    if matches.size == 0:
+        return matches.copy()
+    succ = successors(trans)
+    reach = _reach_bits(succ, _pack(matches), NO_DEADLINE)
+    if strict:
+        after = []
+        for nexts in succ:
+            union = 0
+            for r in nexts:
+                union |= reach[r]
+            after.append(union)
+        reach = after
+    return _unpack(reach, matches.shape[1])
+
+
+def _pack(rows: np.ndarray) -> list[int]:
+    """Each bool row as a Python integer bit set (bit ``t`` for column ``t``)."""
+    packed = np.packbits(rows, axis=1, bitorder="little")
+    return [int.from_bytes(r.tobytes(), "little") for r in packed]
+
+
+def _unpack(bits: list[int], width: int) -> np.ndarray:
+    nbytes = (width + 7) // 8
+    data = np.frombuffer(b"".join(v.to_bytes(nbytes, "little") for v in bits), dtype=np.uint8)
+    return np.unpackbits(data.reshape(len(bits), nbytes), axis=1, count=width, bitorder="little").astype(bool)
+
+
+def _reach_bits(succ: list[list[int]], bits: list[int], deadline: Deadline) -> list[int]:
+    """Per state, the OR of ``bits`` over the states reachable from it: one pass over the strongly connected
+    components, each after those its edges lead to."""
+    comp = components(succ, deadline)
+    members: list[list[int]] = [[] for _ in range(max(comp, default=-1) + 1)]
+    for q, c in enumerate(comp):
+        members[c].append(q)
+    reach = [0] * len(members)
+    for c, states in enumerate(members):
+        union = 0
+        for q in states:
+            union |= bits[q]
+            for r in succ[q]:
+                union |= reach[comp[r]]
+        reach[c] = union
+    return [reach[c] for c in comp]

@@ -9,12 +9,16 @@ import dataclasses
 import re
 import threading
 from collections import OrderedDict
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from grammask.automata.dfa import ByteDFA, build_dfa
 from grammask.automata.priority import prioritized_nfa
 from grammask.automata.regex import ByteNFA, needs_priorities, nfa_from_ast, parse_regex
+
+if TYPE_CHECKING:
+    from grammask.errors import Deadline
 
 
 def compile_regex(pattern: str, flags: str = "", name: str = "<regex>") -> ByteNFA:
@@ -40,11 +44,13 @@ _compact: OrderedDict[tuple[str, str], ByteNFA] = OrderedDict()
 _compact_lock = threading.Lock()
 
 
-def terminal_nfa(pattern: str, flags: str = "", literal: str | None = None, name: str = "<regex>") -> ByteNFA:
+def terminal_nfa(pattern: str, flags: str = "", literal: str | None = None, name: str = "<regex>",
+                 deadline: Deadline | None = None) -> ByteNFA:
     """An NFA of the terminal's language with as few states as its minimal DFA (the DFA, plus one final state):
     a lexer's subset construction then handles small sets. A ``literal`` whose pattern is the escaped literal
     (no flags) is the chain of its bytes. The last 4,096 patterns are remembered. Errors as in
-    :func:`compile_regex`."""
+    :func:`compile_regex`; :class:`~grammask.errors.CompileTimeoutError` once ``deadline`` (None: no limit) has
+    passed."""
     if literal is not None and not flags and pattern == re.escape(literal):
         data = literal.encode()
         edges = tuple(((b, b, i + 1),) for i, b in enumerate(data)) + ((),)
@@ -56,7 +62,7 @@ def terminal_nfa(pattern: str, flags: str = "", literal: str | None = None, name
             _compact.move_to_end(key)
     if found is None:
         nfa = compile_regex(pattern, flags, name)
-        found = _dfa_as_nfa(build_dfa([nfa]), nfa)
+        found = _dfa_as_nfa(build_dfa([nfa], deadline), nfa)
         with _compact_lock:
             _compact[key] = found
             while len(_compact) > _REMEMBERED:

@@ -58,6 +58,7 @@ def finish_bounds(lex_cost: np.ndarray, follow_sets: list[tuple[np.ndarray, bool
     ignore = np.full(n, -1, dtype=np.int64)
     for q in range(n):
         terms, any_ignored = follow_sets[state_follow[q]]
+        terms = terms[terms < lex_cost.shape[1] - 1]  # an indenter's pending newline: see budget.tables
         if len(terms):
             finish[q] = min(INF, int((lex_cost[q, terms].astype(np.int64) + exit_bound[terms]).max()))
         if any_ignored:
@@ -66,12 +67,14 @@ def finish_bounds(lex_cost: np.ndarray, follow_sets: list[tuple[np.ndarray, bool
 
 
 @nb.njit(cache=True)
-def state_bounds(node_byte, node_parent, node_end, node_tok_ptr, trans, accept, parser_term, finish_bound,
-                 ignore_cost, exit_bound, goto_exit_max, eps1):
+def state_bounds(node_byte, node_parent, node_end, node_tok_ptr, trans, accept, restart, parser_term, weight,
+                 finish_bound, ignore_cost, exit_bound, goto_exit_max, eps1):
     """Per lexer state ``q``: the largest :func:`token_bound` over the tokens that lex from ``q``.
 
     All states are walked at once down the vocabulary trie, as in the inside-move walk, but with
-    the full lexing rule (lexemes are emitted, tokens die only where the rule rejects them).
+    the full lexing rule (lexemes are emitted, tokens die only where the rule rejects them; the
+    next lexeme starts in ``restart[q]``). A lexeme of lexer terminal ``t`` counts as ``weight[t]``
+    parser terminals (0: ignored), the last one ``parser_term[t]``.
     """
     n_states = trans.shape[0]
     depth = node_depths(node_parent)
@@ -100,11 +103,11 @@ def state_bounds(node_byte, node_parent, node_end, node_tok_ptr, trans, accept, 
             nxt = trans[s, b]
             if nxt < 0:
                 term = accept[s]
-                nxt = trans[0, b]
+                nxt = trans[restart[s], b]
                 if term < 0 or nxt < 0:
                     continue
-                if parser_term[term] >= 0:
-                    e += 1
+                if weight[term] > 0:
+                    e += weight[term]
                     t_last = parser_term[term]
             state[d, m] = nxt
             origin[d, m] = origin[d - 1, k]

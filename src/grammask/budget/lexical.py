@@ -30,15 +30,23 @@ from grammask.spanner import VocabTrie
 
 @dataclass(frozen=True)
 class LexicalCosts:
-    """``lex_cost[q, X]`` (``X`` a parser terminal, or the last column: an ignored one) and ``term_cost[X]``."""
+    """``lex_cost[q, X]`` (``X`` a parser terminal, or the last column: an ignored one), ``term_cost[X]`` and
+    ``trail[s]`` (the separator a lexeme ending in state ``s`` needs, INF where none works)."""
 
     lex_cost: np.ndarray
     term_cost: np.ndarray
+    trail: np.ndarray
 
 
 def build_lexical_costs(lexer: LexerAutomaton, parser_term: np.ndarray, trie: VocabTrie,
                         follows: np.ndarray) -> LexicalCosts:
-    """Lexical costs for ``lexer`` over the vocabulary ``trie``; ``follows[x, y]``: parser terminal ``y`` may follow ``x``."""
+    """Lexical costs for ``lexer`` over the vocabulary ``trie``; ``follows[x, y]``: parser terminal ``y`` may follow ``x``.
+
+    Parser terminals no lexer terminal stands for (a postlex's declared ones) cost INF here. A parser
+    terminal several lexer terminals stand for (a semicolon and the newline read as one) takes the
+    cheapest; a lexer terminal whose meaning depends on the lexer's mode (that newline) separates only
+    in the mode where it is ignored.
+    """
     n = lexer.n_states
     adj, first = _inside_moves(trie.node_byte, trie.node_parent, trie.node_end, trie.node_tok_ptr, lexer.trans, n)
     succ_ptr, succ = _csr(adj)
@@ -67,39 +75,47 @@ def build_lexical_costs(lexer: LexerAutomaton, parser_term: np.ndarray, trie: Vo
         wit_byte[x] = candidates[np.argmin(ends_somewhere[candidates])]
 
     # 2. Trails: what it takes to end a lexeme at state s before the witness that follows it.
-    ign_terms = np.nonzero(ignored)[0]
+    moded = {lexer.terminals.index(a.rsplit(":", 1)[0]) for a, _ in lexer.aliases}
+    ign_terms = np.nonzero(ignored)[0].tolist()
     parser_of = {int(t): int(parser_term[t]) for t in range(n_lex)}
-    lex_of_parser = {p: t for t, p in parser_of.items() if p >= 0}
+    n_parser = follows.shape[0]
+    lex_of_parser: dict[int, int] = {}  # each parser terminal's cheapest lexer terminal
+    for t, p in parser_of.items():
+        if p >= 0 and (p not in lex_of_parser or wit_cost[t] < wit_cost[lex_of_parser[p]]):
+            lex_of_parser[p] = t
     follower_bytes = []  # per lexer terminal: first bytes of the witnesses that may follow it
     for x in range(n_lex):
-        if ignored[x]:
-            ys = [lex_of_parser[p] for p in range(follows.shape[0])]
-        else:
-            ys = [lex_of_parser[int(p)] for p in np.nonzero(follows[parser_of[x]])[0]]
+        ps = range(n_parser) if ignored[x] or parser_of[x] < 0 else np.nonzero(follows[parser_of[x]])[0].tolist()
+        ys = [lex_of_parser[p] for p in ps if p in lex_of_parser]
         follower_bytes.append(np.unique([wit_byte[y] for y in ys if wit_byte[y] >= 0]).astype(np.int64))
     all_bytes = np.unique([b for b in wit_byte[[lex_of_parser[p] for p in sorted(lex_of_parser)]] if b >= 0])
-    clean = {int(i) for i in ign_terms if wit_end[i] >= 0 and not (lexer.trans[wit_end[i], all_bytes] >= 0).any()}
+    clean = {i for i in ign_terms if wit_end[i] >= 0 and not (lexer.trans[wit_end[i], all_bytes] >= 0).any()}
+    armed = np.zeros(n, dtype=bool)  # with semicolon insertion, the second copy of the lexer's states
+    if lexer.aliases:
+        armed[n // 2:] = True
     trail = np.full(n, INF, dtype=np.int64)
     for s in accepting.tolist():
         fb = follower_bytes[accept[s]]
         if not (lexer.trans[s, fb] >= 0).any():
             trail[s] = 0
             continue
-        for i in clean:
+        for i in clean - moded if armed[s] else clean:  # an armed newline would be a semicolon
             b = wit_byte[i]
             if lexer.trans[s, b] < 0 and lexer.trans[0, b] >= 0 and not (lexer.trans[wit_end[i], fb] >= 0).any():
                 trail[s] = min(trail[s], wit_cost[i])
 
     # 3. Finishing the pending lexeme: shortest inside paths to an accepting state, plus its trail.
-    n_parser = int(parser_term.max(initial=-1)) + 1
     seed = np.full((n, n_parser + 1), INF, dtype=np.int64)
     for s in accepting.tolist():
         col = n_parser if ignored[accept[s]] else parser_of[int(accept[s])]
         seed[s, col] = min(seed[s, col], trail[s])
     lex_cost = _relax(succ_ptr, succ, seed)
-    term_cost = np.array([min(INF, wit_cost[lex_of_parser[p]] + trail[wit_end[lex_of_parser[p]]])
-                          if wit_end[lex_of_parser[p]] >= 0 else INF for p in range(n_parser)], dtype=np.int64)
-    return LexicalCosts(np.minimum(lex_cost, INF).astype(np.int32), np.minimum(term_cost, INF).astype(np.int32))
+    term_cost = np.full(n_parser, INF, dtype=np.int64)
+    for p, t in lex_of_parser.items():
+        if wit_end[t] >= 0:
+            term_cost[p] = min(INF, wit_cost[t] + trail[wit_end[t]])
+    return LexicalCosts(np.minimum(lex_cost, INF).astype(np.int32), np.minimum(term_cost, INF).astype(np.int32),
+                        np.minimum(trail, INF).astype(np.int32))
 
 
 @nb.njit(cache=True)

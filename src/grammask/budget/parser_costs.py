@@ -14,10 +14,21 @@ stack's depth ("same level"); closing those over gives, for every LR state ``u``
 for ``cost`` tokens, then pop ``g``'s level and ``d >= 1`` states below and push ``goto(·, A)``.
 An exit with ``d = 0`` is acceptance (only above the start state).
 
-That needs tables without conflicts: where a conflict was resolved (a shift chosen over a
-reduction, or one reduction over another by priority), the dropped action can be the only way to
-finish a kernel item, and a cost through it would promise a completion the parser refuses. Such
-grammars get no budgets (:class:`~grammask.errors.BudgetUnsupportedError`).
+Tables with resolved conflicts (a shift chosen over a reduction, or one reduction over another
+by priority) refuse some reductions the items promise: where a resolution dropped rule ``r`` in
+state ``x`` on some lookahead, a completion that reduces ``r`` in ``x`` may not be what the parser
+does. Costs therefore count only *safe* completions: nonterminal costs use no rule a resolution
+touched anywhere, and an item of such a rule is finished only where its reduction state keeps every
+lookahead. The parser follows every counted completion (a reduction untouched by resolutions
+happens on every lookahead a continuation can start with, since LALR(1) lookaheads cover them),
+and the completions stay closed under taking their first terminal, so costs stay consistent.
+Where every completion of a stack goes through a dropped reduction (``expr: expr "+" expr`` with
+the shift on ``+`` chosen), that stack costs INF: budgets then never enter it, and ``uncounted``
+names the rules responsible so the caller can warn.
+
+A postlex's inserted terminals (an indenter's INDENT) may cost differently inside nonterminal
+derivations than in the items of a real stack: ``inner_cost`` is their cost there (see
+:mod:`grammask.budget.tables`).
 """
 
 from __future__ import annotations
@@ -28,7 +39,6 @@ from dataclasses import dataclass
 import numpy as np
 
 from grammask.budget.costs import INF, add
-from grammask.errors import BudgetUnsupportedError
 from grammask.parser.tables import ParseTables
 
 
@@ -63,6 +73,7 @@ class ParserCosts:
     land_ptr: np.ndarray
     land_states: np.ndarray
     eps_pushes: int
+    uncounted: tuple[int, ...] = ()
 
 
 def follow_terminals(tables: ParseTables) -> np.ndarray:
@@ -78,22 +89,16 @@ def follow_terminals(tables: ParseTables) -> np.ndarray:
     return follows
 
 
-def build_parser_costs(tables: ParseTables, term_cost: np.ndarray) -> ParserCosts:
-    """Nonterminal costs and the exits of every LR transition, with terminal ``t`` costing ``term_cost[t]``.
-
-    Raises :class:`~grammask.errors.BudgetUnsupportedError` when the tables have resolved conflicts (``tables.notes``).
-    """
-    if tables.notes:
-        raise BudgetUnsupportedError(
-            f"token budgets need a grammar without LALR(1) conflicts; this one has {len(tables.notes)} resolved "
-            f"as Lark does (first: {tables.notes[0]}), which can leave LR items that no completion finishes, "
-            "so a budget could not be guaranteed. Rewrite the rules so that one terminal of lookahead decides"
-        )
+def build_parser_costs(tables: ParseTables, term_cost: np.ndarray, inner_cost: np.ndarray | None = None) -> ParserCosts:
+    """Nonterminal costs and the exits of every LR transition, with terminal ``t`` costing ``term_cost[t]`` in the
+    items of a stack and ``inner_cost[t]`` (default: the same) inside nonterminal derivations."""
     n_terms = tables.end
     n_nts = len(tables.nonterminals)
     n_sym = n_terms + 1 + n_nts
     rhs = tables.right_hand_sides()
-    nt_cost = _nonterminal_costs(rhs, tables.rule_lhs.tolist(), term_cost, n_terms, n_nts)
+    touched = {int(r) for r in tables.dropped[:, 1]}
+    inner = term_cost if inner_cost is None else inner_cost
+    nt_cost = _nonterminal_costs(rhs, tables.rule_lhs.tolist(), inner, n_terms, n_nts, touched)
     sym_cost = np.concatenate([term_cost.astype(np.int64), [0], nt_cost.astype(np.int64)])
     suffix = [_suffix_costs(r, sym_cost) for r in rhs]
 
@@ -106,6 +111,7 @@ def build_parser_costs(tables: ParseTables, term_cost: np.ndarray) -> ParserCost
     end_state = int(np.nonzero(tables.action[:, n_terms] == tables.accept_state)[0][0])
     start_nt = int(np.nonzero(tables.goto[tables.start_state] == end_state)[0][0])
     kernels = _kernel_items(tables, step, n_sym)
+    safe = _safe_items(tables, kernels, step, n_sym)
 
     trans_ptr = [0]
     trans_to: list[int] = []
@@ -115,13 +121,16 @@ def build_parser_costs(tables: ParseTables, term_cost: np.ndarray) -> ParserCost
     land_ptr = [0]
     lands: list[int] = []
     exit_bound = np.zeros(n_sym, dtype=np.int64)
+    uncounted: set[int] = set()
     goto = tables.goto
     lhs = tables.rule_lhs.tolist()
     for u in range(n_states):
         for s, g in step[u]:
             trans_of[u, s] = len(trans_to)
             trans_to.append(g)
-            found, reached = _exits_above(u, g, kernels, goto, lhs, suffix, end_state)
+            found, reached = _exits_above(u, g, kernels, safe, goto, lhs, suffix, end_state)
+            if not found:
+                uncounted |= _blocking_rules(u, g, kernels, safe, goto, lhs, suffix, end_state, reached)
             exits.extend(found)
             exit_ptr.append(len(exits))
             lands.extend(sorted(reached))
@@ -145,12 +154,14 @@ def build_parser_costs(tables: ParseTables, term_cost: np.ndarray) -> ParserCost
         land_ptr=np.array(land_ptr, dtype=np.int64),
         land_states=np.array(lands, dtype=np.int32),
         eps_pushes=_epsilon_pushes(tables),
+        uncounted=tuple(sorted(uncounted)),
     )
 
 
 def _nonterminal_costs(rhs: list[tuple[int, ...]], lhs: list[int], term_cost: np.ndarray, n_terms: int,
-                       n_nts: int) -> np.ndarray:
-    """Cheapest derivation of every nonterminal (INF if it derives nothing affordable): a Bellman-Ford fixpoint."""
+                       n_nts: int, skip: set[int]) -> np.ndarray:
+    """Cheapest derivation of every nonterminal without the rules ``skip`` (INF if it derives nothing affordable):
+    a Bellman-Ford fixpoint."""
     cost = [INF] * n_nts
     terms = [int(c) for c in term_cost]
 
@@ -162,7 +173,9 @@ def _nonterminal_costs(rhs: list[tuple[int, ...]], lhs: list[int], term_cost: np
     changed = True
     while changed:
         changed = False
-        for a, body in zip(lhs, rhs):
+        for r, (a, body) in enumerate(zip(lhs, rhs)):
+            if r in skip:
+                continue
             total = 0
             for code in body:
                 total = add(total, sym(code))
@@ -214,13 +227,36 @@ def _kernel_items(tables: ParseTables, step: list[list[tuple[int, int]]], n_sym:
     return [sorted(s) for s in items]
 
 
+def _safe_items(tables: ParseTables, kernels, step: list[list[tuple[int, int]]], n_sym: int) -> list[list[bool]]:
+    """Per state and kernel item: whether finishing it is a safe completion (its rule reduces, in the state
+    reached after the rest of its body, on every lookahead: no conflict resolution dropped it there)."""
+    dropped = {(int(x), int(r)) for x, r in tables.dropped[:, :2]}
+    if not dropped:
+        return [[True] * len(items) for items in kernels]
+    delta = np.full((tables.n_states, n_sym), -1, dtype=np.int64)
+    for u in range(tables.n_states):
+        for s, g in step[u]:
+            delta[u, s] = g
+    rhs = tables.right_hand_sides()
+    out = []
+    for p, items in enumerate(kernels):
+        flags = []
+        for r, j in items:
+            x = p
+            for code in rhs[r][j:]:
+                x = int(delta[x, code]) if x >= 0 else -1
+            flags.append(x >= 0 and (x, r) not in dropped)
+        out.append(flags)
+    return out
+
+
 _ROOT = -1
 
 
-def _exits_above(u: int, g: int, kernels, goto: np.ndarray, lhs: list[int], suffix, end_state: int
+def _exits_above(u: int, g: int, kernels, safe, goto: np.ndarray, lhs: list[int], suffix, end_state: int
                  ) -> tuple[list[tuple[int, int, int]], set[int]]:
     """The cheapest exit per (depth, nonterminal) of ``g`` directly above ``u`` (Dijkstra over same-level
-    moves), and the states those moves reach."""
+    moves through safe items), and the states same-level moves reach (through any item)."""
     dist = {g: 0}
     heap = [(0, g)]
     best: dict[tuple[int, int], int] = {}
@@ -230,8 +266,8 @@ def _exits_above(u: int, g: int, kernels, goto: np.ndarray, lhs: list[int], suff
             continue
         if x == end_state and d0 < best.get((0, _ROOT), INF):
             best[(0, _ROOT)] = d0  # the root item: shift the end marker, accept
-        for r, j in kernels[x]:
-            c = add(d0, suffix[r][j])
+        for (r, j), ok in zip(kernels[x], safe[x]):
+            c = add(d0, suffix[r][j]) if ok else INF
             if c >= INF:
                 continue
             if j == 1:
@@ -251,6 +287,15 @@ def _exits_above(u: int, g: int, kernels, goto: np.ndarray, lhs: list[int], suff
                 reached.add(y)
                 todo.append(y)
     return [(c, d, max(a, 0)) for (d, a), c in sorted(best.items())], reached
+
+
+def _blocking_rules(u: int, g: int, kernels, safe, goto: np.ndarray, lhs: list[int], suffix, end_state: int,
+                    reached: set[int]) -> set[int]:
+    """The rules of the unsafe items above ``u`` whose exclusion alone leaves ``g`` without an exit."""
+    trusting = [[True] * len(items) for items in kernels]
+    if not _exits_above(u, g, kernels, trusting, goto, lhs, suffix, end_state)[0]:
+        return set()
+    return {r for x in reached | {g} for (r, _), ok in zip(kernels[x], safe[x]) if not ok}
 
 
 _MAX_REDUCTIONS = 10_000

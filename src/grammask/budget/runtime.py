@@ -28,8 +28,9 @@ from grammask.budget.bounds import token_bound
 from grammask.budget.costs import INF, add
 from grammask.budget.tables import BudgetTables
 from grammask.classes import class_words
+from grammask.indentation import byte_widths
 from grammask.parser.kernels import ALWAYS, NEVER, feed_terminal
-from grammask.spanner import SequenceTable, TrieWalk, walk_alive
+from grammask.spanner import NewlineWidths, SequenceTable, TrieWalk, walk_alive
 
 if TYPE_CHECKING:
     from grammask.engine import Engine
@@ -42,9 +43,11 @@ REJECTED = -1
 
 
 @nb.njit(cache=True)
-def _fill_rows(lo, hi, state, parent, cost, landed, level, goto, trans_ptr, trans_to, exit_ptr, exit_cost,
-               exit_depth, exit_nt, trans_of, acc_sym, land_ptr, land_states, start_cost):
-    """Rows ``lo..hi-1`` of the node table (their parents' rows are already filled).
+def _fill_rows(lo, hi, state, parent, cost, landed, level, flat, goto, trans_ptr, trans_to, exit_ptr, exit_cost,
+               exit_depth, exit_nt, trans_of, acc_sym, land_ptr, land_states, start_cost, flat_ptr, flat_cost,
+               flat_depth, flat_nt, flat_start):
+    """Rows ``lo..hi-1`` of the node table (their parents' rows are already filled); a row with ``flat[r]`` set
+    takes the exits of completions that open no block (``flat_*``, see :mod:`.tables`).
 
     Also what bounds a token's cost from the stack (see :mod:`.bounds`): ``landed[r]`` is the
     largest completion of a state a reduction can leave on a node of the stack ``r`` (above
@@ -56,12 +59,14 @@ def _fill_rows(lo, hi, state, parent, cost, landed, level, goto, trans_ptr, tran
         u = state[r]
         cost[r, :] = INF
         pushed = -1
+        e_ptr, e_cost, e_depth, e_nt = (flat_ptr, flat_cost, flat_depth, flat_nt) if flat[r] else \
+            (exit_ptr, exit_cost, exit_depth, exit_nt)
         for k in range(trans_ptr[u], trans_ptr[u + 1]):
             best = INF
-            for e in range(exit_ptr[k], exit_ptr[k + 1]):
-                d = exit_depth[e]
+            for e in range(e_ptr[k], e_ptr[k + 1]):
+                d = e_depth[e]
                 if d == 0:
-                    v = exit_cost[e] if parent[r] < 0 else INF
+                    v = e_cost[e] if parent[r] < 0 else INF
                 else:
                     a = r
                     for _ in range(d):
@@ -70,17 +75,17 @@ def _fill_rows(lo, hi, state, parent, cost, landed, level, goto, trans_ptr, tran
                             break
                     if a < 0:
                         continue
-                    x = goto[state[a], exit_nt[e]]
+                    x = goto[state[a], e_nt[e]]
                     if x < 0:
                         continue
-                    v = add(exit_cost[e], cost[a, x])
+                    v = add(e_cost[e], cost[a, x])
                 best = min(best, v)
             cost[r, trans_to[k]] = best
             pushed = max(pushed, best)
         p = parent[r]
         if p < 0:
             landed[r] = -1
-            itself = start_cost
+            itself = flat_start if flat[r] else start_cost
         else:
             k = trans_of[state[p], acc_sym[u]]
             lands = -1
@@ -112,6 +117,7 @@ class NodeTable:
         self.cost = np.empty((64, n_states), dtype=np.int32)
         self.landed = np.empty(64, dtype=np.int32)
         self.level = np.empty(64, dtype=np.int32)
+        self.flat = np.zeros(64, dtype=np.bool_)
         self.size = 0
         self.scratch = (
             np.empty((_LEVELS, n_states), dtype=np.int32),
@@ -123,8 +129,9 @@ class NodeTable:
         self.lock = threading.RLock()
         self._rows: dict[int, tuple[tuple, int]] = {}
 
-    def row(self, stack: tuple, rt: BudgetRuntime) -> int:
-        """The row of ``stack``'s top node, registering it and any unseen nodes below."""
+    def row(self, stack: tuple, rt: BudgetRuntime, levels: tuple[int, ...] = (0,)) -> int:
+        """The row of ``stack``'s top node, registering it and any unseen nodes below (``levels``: an indenter's
+        levels for that stack, which tell where completions may open blocks)."""
         hit = self._rows.get(id(stack))
         if hit is not None:
             return hit[1]
@@ -138,16 +145,18 @@ class NodeTable:
                 chain.append(node)
                 node = node[1]
             parent = -1 if node is None else hit[1]
+            flats = rt.flat_nodes(chain, levels)
             lo = self.size
             self._grow(lo + len(chain))
-            for node in reversed(chain):
+            for node, flat in zip(reversed(chain), reversed(flats)):
                 self.state[self.size] = node[0]
                 self.parent[self.size] = parent
+                self.flat[self.size] = flat
                 self._rows[id(node)] = (node, self.size)
                 parent = self.size
                 self.size += 1
-            _fill_rows(lo, self.size, self.state, self.parent, self.cost, self.landed, self.level, rt.goto,
-                       *rt.exits, *rt.landings, rt.tables.parser.start_cost)
+            _fill_rows(lo, self.size, self.state, self.parent, self.cost, self.landed, self.level, self.flat,
+                       rt.goto, *rt.exits, *rt.landings, rt.tables.parser.start_cost, *rt.flat_exits)
             return parent
 
     def _grow(self, need: int) -> None:
@@ -156,7 +165,7 @@ class NodeTable:
             return
         while cap < need:
             cap *= 2
-        for name in ("state", "parent", "landed", "level"):
+        for name in ("state", "parent", "landed", "level", "flat"):
             setattr(self, name, np.resize(getattr(self, name), cap))
         cost = np.empty((cap, self.cost.shape[1]), dtype=np.int32)
         cost[: self.size] = self.cost[: self.size]
@@ -229,12 +238,82 @@ def _stack_cost(view_states, view_rows, real, chain, n_chain, cost, goto, trans_
 
 
 @nb.njit(cache=True)
+def _ends_here(action, goto, rule_len, rule_lhs, view_states, real, chain, n, q, eof_term, eof_extra, eof_newline,
+               after_newline, dedent, n_dedents, end, probe):
+    """Whether the input may end with the lexeme pending in lexer state ``q`` (the stack: the view's first
+    ``real`` states and ``chain[:n]``): ``eof_term[q]`` is its parser terminal (-1: none to feed, -2: it cannot
+    end there), ``eof_extra[q]`` a terminal the postlex then inserts (-1: none); with indentation, a newline
+    ``eof_newline`` unless the top was entered by one (``after_newline``), then ``n_dedents`` dedents."""
+    t = eof_term[q]
+    if t == -2:
+        return False
+    probe[:n] = chain[:n]
+    m = n
+    r = real
+    for k in range(-3, n_dedents + 1):
+        if k == -3:
+            x = t
+        elif k == -2:
+            x = eof_extra[q]
+        elif k == -1:
+            x = -1
+            if eof_newline >= 0:
+                top = probe[m - 1] if m > 0 else view_states[r - 1]
+                if not after_newline[top]:
+                    x = eof_newline
+        else:
+            x = dedent if k < n_dedents else end
+        if x < 0:
+            continue
+        st, r, m = feed_terminal(action, goto, rule_len, rule_lhs, view_states, r, probe, m, x)
+        if st != ALWAYS:
+            return False
+    return True
+
+
+@nb.njit(cache=True)
+def _less(cost, discount):
+    """A stack's completion cost with the last newline taken off where the end of input writes it (see
+    ``BudgetTables.end_discount``: every completion of a stack counts that newline, or costs 0)."""
+    return cost if cost >= INF else max(cost - discount, 0)
+
+
+@nb.njit(cache=True)
+def _terms_cost(q, cheapest, cap, view_states, view_rows, real, chain, n, probe, node_cost, action, goto, rule_len,
+                rule_lhs, lex_cost, state_follow, follow_ptr, follow_terms, trans_of, acc_sym, exit_ptr, exit_cost,
+                exit_depth, exit_nt, start_cost, discount, best, mark, frontier, counts, serial):
+    """The cheapest way on by finishing the lexeme pending in lexer state ``q`` as one of its follow terminals, fed
+    on the stack (the view's first ``real`` states and ``chain[:n]``), if below ``cheapest``: (cost, whether the
+    stack takes some follow terminal, the last mark used)."""
+    taken = False
+    f = state_follow[q]
+    for k in range(follow_ptr[f], follow_ptr[f + 1]):
+        x = follow_terms[k]
+        probe[:n] = chain[:n]
+        st, r2, n2 = feed_terminal(action, goto, rule_len, rule_lhs, view_states, real, probe, n, x)
+        if st == NEVER:
+            continue
+        taken = True
+        if st == ALWAYS and lex_cost[q, x] < cheapest and lex_cost[q, x] <= cap:
+            serial += 1
+            cheapest = min(cheapest, add(lex_cost[q, x], _less(_stack_cost(
+                view_states, view_rows, r2, probe, n2, node_cost, goto, trans_of, acc_sym, exit_ptr,
+                exit_cost, exit_depth, exit_nt, start_cost, min(cap, cheapest - 1) - lex_cost[q, x] + discount,
+                best, mark, frontier, counts, serial), discount)))
+    return cheapest, taken, serial
+
+
+@nb.njit(cache=True)
 def _probe_costs(which, seq_ptr, seq_terms, ends, top_row, node_state, node_parent, node_cost, action, goto,
                  rule_len, rule_lhs, lex_cost, state_follow, follow_ptr, follow_terms, follow_any, trans_of,
-                 acc_sym, exit_ptr, exit_cost, exit_depth, exit_nt, start_cost, cap, best, mark, frontier, counts,
+                 acc_sym, exit_ptr, exit_cost, exit_depth, exit_nt, start_cost, eof_term, eof_extra, eof_newline,
+                 after_newline, dedent, end, discount, newline_top, virtual, n_dedents, cap, best, mark, frontier, counts,
                  serial, out):
     """``out[i]``: the cost ``C`` after probe ``which[i]`` (emit ``seq_terms[seq_ptr[p]:seq_ptr[p+1]]`` on the
-    real stack of ``top_row``, leave lexer state ``ends[p]``), or REJECTED if the grammar forbids it.
+    real stack of ``top_row``, leave lexer state ``ends[p]``), or REJECTED if the grammar forbids it; 0 where
+    the input may end right there (see :func:`_ends_here`); a stack's completion ``discount`` less (:func:`_less`).
+    Where the stack's top was entered by an indenter's newline, indent or dedent (``newline_top``), what follows
+    starts with a real terminal: costed from the lexer state ``virtual`` (see :func:`_lexical`).
 
     Costs above ``cap`` are not worked out: any value above ``cap`` stands for them. ``best``,
     ``mark``, ``frontier``, ``counts`` are scratch kept between calls (see :func:`_stack_cost`);
@@ -268,35 +347,46 @@ def _probe_costs(which, seq_ptr, seq_terms, ends, top_row, node_state, node_pare
             out[i] = REJECTED if status == NEVER else INF
             continue
         q = ends[p]
-        if q == 0:
-            serial += 1
-            out[i] = _stack_cost(view_states, view_rows, real, chain, n, node_cost, goto, trans_of, acc_sym,
-                                 exit_ptr, exit_cost, exit_depth, exit_nt, start_cost, cap, best, mark, frontier,
-                                 counts, serial)
+        if _ends_here(action, goto, rule_len, rule_lhs, view_states, real, chain, n, q, eof_term, eof_extra,
+                      eof_newline, after_newline, dedent, n_dedents, end, probe):
+            out[i] = 0
             continue
-        f = state_follow[q]
-        cheapest = INF
-        allowed = follow_any[f]
-        if allowed and lex_cost[q, ign] <= cap:
-            serial += 1
-            cheapest = add(lex_cost[q, ign], _stack_cost(view_states, view_rows, real, chain, n, node_cost, goto,
-                                                         trans_of, acc_sym, exit_ptr, exit_cost, exit_depth,
-                                                         exit_nt, start_cost, cap - lex_cost[q, ign], best, mark,
-                                                         frontier, counts, serial))
-        for k in range(follow_ptr[f], follow_ptr[f + 1]):
-            x = follow_terms[k]
-            probe[:n] = chain[:n]
-            st, r2, n2 = feed_terminal(action, goto, rule_len, rule_lhs, view_states, real, probe, n, x)
-            if st == NEVER:
+        top = chain[n - 1] if n > 0 else view_states[real - 1]
+        fixed = newline_top[top]  # an indenter fed this newline's indent or dedents: a real terminal comes next
+        if q == 0:
+            if fixed:
+                out[i], _, serial = _terms_cost(virtual, INF, cap, view_states, view_rows, real, chain, n, probe, node_cost,
+                                                action, goto, rule_len, rule_lhs, lex_cost, state_follow, follow_ptr,
+                                                follow_terms, trans_of, acc_sym, exit_ptr, exit_cost, exit_depth,
+                                                exit_nt, start_cost, discount, best, mark, frontier, counts, serial)
                 continue
-            allowed = True
-            if st == ALWAYS and lex_cost[q, x] < cheapest and lex_cost[q, x] <= cap:
+            serial += 1
+            out[i] = _less(_stack_cost(view_states, view_rows, real, chain, n, node_cost, goto, trans_of, acc_sym,
+                                       exit_ptr, exit_cost, exit_depth, exit_nt, start_cost, cap + discount, best, mark,
+                                       frontier, counts, serial), discount)
+            continue
+        cheapest = INF
+        allowed = follow_any[state_follow[q]]
+        if allowed and lex_cost[q, ign] <= cap:
+            if fixed:
+                rest, _, serial = _terms_cost(virtual, INF, cap - lex_cost[q, ign], view_states, view_rows, real, chain,
+                                              n, probe, node_cost, action, goto, rule_len, rule_lhs, lex_cost,
+                                              state_follow, follow_ptr, follow_terms, trans_of, acc_sym, exit_ptr,
+                                              exit_cost, exit_depth, exit_nt, start_cost, discount, best, mark,
+                                              frontier, counts, serial)
+            else:
                 serial += 1
-                cheapest = min(cheapest, add(lex_cost[q, x], _stack_cost(
-                    view_states, view_rows, r2, probe, n2, node_cost, goto, trans_of, acc_sym, exit_ptr,
-                    exit_cost, exit_depth, exit_nt, start_cost, min(cap, cheapest - 1) - lex_cost[q, x], best, mark,
-                    frontier, counts, serial)))
-        out[i] = cheapest if allowed else REJECTED
+                rest = _less(_stack_cost(view_states, view_rows, real, chain, n, node_cost, goto, trans_of, acc_sym,
+                                         exit_ptr, exit_cost, exit_depth, exit_nt, start_cost,
+                                         cap - lex_cost[q, ign] + discount, best, mark, frontier, counts, serial),
+                             discount)
+            cheapest = add(lex_cost[q, ign], rest)
+        cheapest, taken, serial = _terms_cost(q, cheapest, cap, view_states, view_rows, real, chain, n, probe,
+                                              node_cost, action, goto, rule_len, rule_lhs, lex_cost, state_follow,
+                                              follow_ptr, follow_terms, trans_of, acc_sym, exit_ptr, exit_cost,
+                                              exit_depth, exit_nt, start_cost, discount, best, mark, frontier, counts,
+                                              serial)
+        out[i] = cheapest if allowed or taken else REJECTED
     return serial
 
 
@@ -367,7 +457,17 @@ class StateTokens:
     tok_bits: np.ndarray
     first_word: np.ndarray
     first_bit: np.ndarray
+    context: np.ndarray | None = None
+    """Under an indenter: the groups whose cost depends on the indentation context (a newline emitted or
+    pending), costed in Python (:mod:`.indented`); None otherwise."""
+    end_width: np.ndarray | None = None
+    """Under an indenter, for a group that leaves a newline pending: its line's width (:func:`width_key`)."""
 
+
+def width_key(absolute: bool, width: int) -> int:
+    """A pending newline's line width as one int: ``1 + (width + 1)`` if the token sets it (-1: no break),
+    ``-(1 + width)`` if the token adds ``width`` to the width its line had (0: no newline pending)."""
+    return 2 + width if absolute else -(1 + width)
 
 
 class BudgetRuntime:
@@ -383,13 +483,26 @@ class BudgetRuntime:
         self.goto = lr.goto
         self.exits = (p.trans_ptr, p.trans_to, p.exit_ptr, p.exit_cost, p.exit_depth, p.exit_nt)
         self.landings = (p.trans_of, p.acc_sym, p.land_ptr, p.land_states)
-        self.lexical = (t.lexical.lex_cost, m.state_follow, m.follow_ptr, m.follow_terms, m.follow_any)
+        self.lexical = _lexical(engine, tables)
         self.parser = (p.trans_of, p.acc_sym, p.exit_ptr, p.exit_cost, p.exit_depth, p.exit_nt, p.start_cost)
+        f = p if t.flat is None else t.flat
+        self.flat_exits = (f.exit_ptr, f.exit_cost, f.exit_depth, f.exit_nt, f.start_cost)
+        self.flat_parser = (f.trans_of, f.acc_sym, f.exit_ptr, f.exit_cost, f.exit_depth, f.exit_nt, f.start_cost)
+        self.ending = (*_ending(engine), np.int64(tables.end_discount), *_fixed_tops(engine))
+        self.after_newline_state = engine.lexer.n_states
+        """A lexer state past the lexer's: a newline just ended, the next lexeme is no newline (see :func:`_lexical`)."""
         self.state_bound = t.state_bound.tolist()
         self.n_words = m.masks.shape[1]
-        self._bound_args = (t.finish_bound, t.ignore_cost, p.exit_bound, t.goto_exit_max, t.eps1)
+        self._bound_args = (t.finish_bound, t.ignore_cost, t.bound_exit, t.goto_exit_max, t.eps1)
         self._groups: dict[int, StateTokens] = {}
-        self._seqs = SequenceTable(int(engine.parser_term.max(initial=-1)) + 2)
+        self._newline = None
+        n_ids = int(engine.parser_term.max(initial=-1)) + 2
+        if engine.indent is not None:
+            widths = byte_widths(engine.indent.tab_len)
+            self._newline = NewlineWidths(engine.indent.newline_lexer, engine.indent.base, widths)
+            longest = max((len(b) for b in engine.vocab.tokens if b), default=1)
+            n_ids = engine.indent.max_id(longest * int(widths.max())) + 1
+        self._seqs = SequenceTable(n_ids)
         self._walk: TrieWalk | None = None  # scratch of the vocabulary walks, made on the first one
         self._lock = threading.Lock()
         self._contexts: dict[tuple[int, ...], np.ndarray] = {}
@@ -402,16 +515,44 @@ class BudgetRuntime:
     def new_nodes(self) -> NodeTable:
         return NodeTable(self.engine.parse.n_states)
 
-    def probe_costs(self, nodes: NodeTable, top_row: int, which: np.ndarray, seq_ptr: np.ndarray,
-                    seq_terms: np.ndarray, ends: np.ndarray, cap: int = INF) -> np.ndarray:
-        """Costs after the probes ``which`` (see :func:`_probe_costs`), exact up to ``cap``."""
-        out = np.empty(len(which), dtype=np.int64)
-        with nodes.lock:
-            nodes.serial = _probe_costs(which, seq_ptr, seq_terms, ends, top_row, nodes.state, nodes.parent, nodes.cost,
-                                        *self.lr, *self.lexical, *self.parser, cap, *nodes.scratch, nodes.serial, out)
+    def flat_nodes(self, chain: list[tuple], levels: tuple[int, ...]) -> list[bool]:
+        """Per stack node of ``chain`` (top first, the top of a stack whose indentation levels are ``levels``):
+        whether completions working on its level may not open a block (its level is at the width cap, or it lies
+        inside a block a dedent already closed). All False without an indenter."""
+        indent = self.engine.indent
+        if indent is None:
+            return [False] * len(chain)
+        cap = self.tables.newlines.width_cap
+        acc = self.tables.parser.acc_sym
+        out = []
+        k, closed = len(levels) - 1, 0
+        for node in chain:
+            out.append(closed > 0 or levels[k] + 1 > cap)
+            symbol = acc[node[0]]
+            if symbol == indent.dedent:
+                closed += 1
+            elif symbol == indent.indent:
+                if closed:
+                    closed -= 1
+                else:
+                    k = max(k - 1, 0)
         return out
 
-    def context_bounds(self, lexstate: int, stack: tuple, n_groups: int) -> tuple[list[int], np.ndarray]:
+    def probe_costs(self, nodes: NodeTable, top_row: int, which: np.ndarray, seq_ptr: np.ndarray,
+                    seq_terms: np.ndarray, ends: np.ndarray, cap: int = INF, n_dedents: int = 0,
+                    flat: bool = False) -> np.ndarray:
+        """Costs after the probes ``which`` (see :func:`_probe_costs`), exact up to ``cap``; ``n_dedents``: the
+        dedents an indenter adds at the end of input; ``flat``: the states a probe pushes may not open blocks."""
+        out = np.empty(len(which), dtype=np.int64)
+        parser = self.flat_parser if flat else self.parser
+        with nodes.lock:
+            nodes.serial = _probe_costs(which, seq_ptr, seq_terms, ends, top_row, nodes.state, nodes.parent, nodes.cost,
+                                        *self.lr, *self.lexical, *parser, *self.ending, n_dedents, cap,
+                                        *nodes.scratch, nodes.serial, out)
+        return out
+
+    def context_bounds(self, lexstate: int, stack: tuple, n_groups: int, n_dedents: int = 0
+                       ) -> tuple[list[int], np.ndarray]:
         """The top :data:`CONTEXT_VIEW` states of ``stack`` (top first) and the cached *context bounds* of
         ``lexstate``'s groups under them (-2 where not computed yet, see :meth:`fill_context_bounds`)."""
         top = []
@@ -419,7 +560,7 @@ class BudgetRuntime:
         while node is not None and len(top) < CONTEXT_VIEW:
             top.append(node[0])
             node = node[1]
-        key = (lexstate, *top)
+        key = (lexstate, n_dedents, *top)
         known = self._contexts.get(key)
         if known is None:
             with self._lock:
@@ -428,7 +569,8 @@ class BudgetRuntime:
                 known = self._contexts.setdefault(key, np.full(n_groups, _UNKNOWN, dtype=np.int32))
         return top, known
 
-    def fill_context_bounds(self, top: list[int], groups: StateTokens, todo: np.ndarray, known: np.ndarray) -> None:
+    def fill_context_bounds(self, top: list[int], groups: StateTokens, todo: np.ndarray, known: np.ndarray,
+                            n_dedents: int = 0) -> None:
         """Compute the context bounds of the groups ``todo`` into ``known``.
 
         A group is costed on a *symbolic* view of the stack's top states ``top``: whatever lies
@@ -440,14 +582,16 @@ class BudgetRuntime:
             sym = self._symbolic
             sym.state[: len(top)] = top[::-1]
             sym.serial = _probe_costs(todo, groups.seq_ptr, groups.seq_terms, groups.ends, len(top) - 1, sym.state,
-                                      sym.parent, sym.cost, *self.lr, *self.lexical, *self._symbolic_parser, INF,
-                                      *sym.scratch, sym.serial, out)
+                                      sym.parent, sym.cost, *self.lr, *self.lexical, *self._symbolic_parser,
+                                      *self.ending, n_dedents, INF, *sym.scratch, sym.serial, out)
         known[todo] = np.minimum(out, INF)
 
-    def state_cost(self, nodes: NodeTable, lexstate: int, stack: tuple) -> int:
-        """``C`` of a matcher state (REJECTED if its pending lexeme has no acceptable terminal)."""
-        row = nodes.row(stack, self)
-        return int(self.probe_costs(nodes, row, _ONE, _EMPTY_PTR, _EMPTY_TERMS, np.array([lexstate]))[0])
+    def state_cost(self, nodes: NodeTable, lexstate: int, stack: tuple, levels: tuple[int, ...] = (0,)) -> int:
+        """``C`` of a matcher state (REJECTED if its pending lexeme has no acceptable terminal), its pending lexeme
+        costed as a whole terminal (an indenter's pending newline: see :mod:`.indented`)."""
+        row = nodes.row(stack, self, levels)
+        return int(self.probe_costs(nodes, row, _ONE, _EMPTY_PTR, _EMPTY_TERMS, np.array([lexstate]),
+                                    n_dedents=len(levels) - 1, flat=bool(nodes.flat[row]))[0])
 
     def groups(self, lexstate: int) -> StateTokens:
         """The token groups of a lexer state (built on first use: one vocabulary walk, milliseconds)."""
@@ -464,19 +608,27 @@ class BudgetRuntime:
         trie = c.trie
         if self._walk is None:
             self._walk = TrieWalk(trie)
-        entries, seq, end = walk_alive(trie, c.lexer.trans, c.lexer.accept, c.parser_term, q, self._seqs, self._walk)
+        entries, seq, end = walk_alive(trie, c.lexer.trans, c.lexer.accept, c.parser_term, q, self._seqs, self._walk,
+                                       newline=self._newline, restart=c.lexer.restarts)
         n_lex = c.lexer.n_states
-        keys, token_group = np.unique(seq.astype(np.int64) * n_lex + end, return_inverse=True)
-        sequences = [self._seqs.sequence(int(s)) for s in (keys // n_lex).tolist()]
-        ends = (keys % n_lex).astype(np.int32)
-        bounds = np.array([token_bound(len(e), e[-1] if e else 0, int(x), *self._bound_args)
-                           for e, x in zip(sequences, ends.tolist())], dtype=np.int64)
+        width = self._end_widths(q, trie.token_ids[entries], end)
+        keys, token_group = np.unique(np.stack([seq.astype(np.int64) * n_lex + end, width]), axis=1, return_inverse=True)
+        token_group = token_group.ravel()
+        sequences = [self._seqs.sequence(int(s)) for s in (keys[0] // n_lex).tolist()]
+        ends = (keys[0] % n_lex).astype(np.int32)
+        bounds = np.array([self._bound(e, int(x)) for e, x in zip(sequences, ends.tolist())], dtype=np.int64)
         order = np.argsort(-bounds, kind="stable")
         rank = np.empty(len(order), dtype=np.int32)
         rank[order] = np.arange(len(order), dtype=np.int32)
         sequences = [sequences[i] for i in order.tolist()]
-        tok_ptr, tok_words, tok_bits = class_words(trie.token_ids[entries], rank[token_group.ravel()],
+        tok_ptr, tok_words, tok_bits = class_words(trie.token_ids[entries], rank[token_group],
                                                     np.ones(len(order), dtype=np.bool_), self.n_words)
+        context = end_width = None
+        if c.indent is not None:
+            base = c.indent.base
+            pending = self.tables.newlines.row[ends[order]] >= 0
+            context = np.array([any(x >= base for x in e) for e in sequences], dtype=np.bool_) | pending
+            end_width = keys[1][order].astype(np.int64)
         return StateTokens(
             seq_ptr=np.cumsum([0] + [len(e) for e in sequences]).astype(np.int64),
             seq_terms=np.array([t for e in sequences for t in e], dtype=np.int32),
@@ -487,7 +639,97 @@ class BudgetRuntime:
             tok_bits=tok_bits,
             first_word=tok_words[tok_ptr[:-1]],
             first_bit=tok_bits[tok_ptr[:-1]] & -tok_bits[tok_ptr[:-1]],
+            context=context,
+            end_width=end_width,
         )
+
+    def _bound(self, seq: tuple[int, ...], end: int) -> int:
+        """:func:`token_bound` of a group (an indenter's newline counts as the terminals it may feed)."""
+        indent = self.engine.indent
+        if indent is None:
+            return token_bound(len(seq), seq[-1] if seq else 0, end, *self._bound_args)
+        weight = self.tables.bound_weight[indent.newline_lexer]
+        n = sum(int(weight) if x >= indent.base else 1 for x in seq)
+        last = (indent.newline if seq[-1] >= indent.base else seq[-1]) if seq else 0
+        return token_bound(n, last, end, *self._bound_args)
+
+    def _end_widths(self, q: int, token_ids: np.ndarray, end: np.ndarray) -> np.ndarray:
+        """Per token: the :func:`width_key` of the newline it leaves pending (0 where none, or without an indenter)."""
+        out = np.zeros(len(token_ids), dtype=np.int64)
+        if self.engine.indent is None:
+            return out
+        width_after = self.engine.indenter.width_after
+        tokens = self.engine.vocab.tokens
+        for i in np.flatnonzero(self.tables.newlines.row[end] >= 0).tolist():
+            data = tokens[int(token_ids[i])]
+            low, high = width_after(q, 0, data), width_after(q, _FAR, data)
+            out[i] = width_key(low == high, low)
+        return out
+
+
+_FAR = 1 << 20  # a carried width no token reaches: tells a width the token sets from one it adds to
+
+
+def _lexical(engine: Engine, tables: BudgetTables) -> tuple:
+    """What probes read of the lexer: ``lex_cost``, and per state the follow set of its pending lexeme.
+
+    Under an indenter one state is added past the lexer's (see :attr:`BudgetRuntime.after_newline_state`): a
+    newline has just ended and the next terminal is no newline (a newline would have run on into it), each
+    terminal at its own cost.
+    """
+    m = engine.masks
+    lex_cost, state_follow, follow_ptr, follow_terms, follow_any = (
+        tables.lexical.lex_cost, m.state_follow, m.follow_ptr, m.follow_terms, m.follow_any)
+    indent = engine.indent
+    if indent is None:
+        return lex_cost, state_follow, follow_ptr, follow_terms, follow_any
+    row = np.full(lex_cost.shape[1], INF, dtype=lex_cost.dtype)
+    term_cost = tables.lexical.term_cost
+    row[: len(term_cost)] = term_cost
+    row[[indent.newline, indent.indent, indent.dedent]] = INF
+    terms = np.flatnonzero(row[: len(term_cost)] < INF).astype(follow_terms.dtype)
+    return (np.vstack([lex_cost, row]), np.append(state_follow, len(follow_any)).astype(state_follow.dtype),
+            np.append(follow_ptr, follow_ptr[-1] + len(terms)).astype(follow_ptr.dtype),
+            np.concatenate([follow_terms, terms]), np.append(follow_any, False).astype(follow_any.dtype))
+
+
+def _fixed_tops(engine: Engine) -> tuple[np.ndarray, np.int64]:
+    """The LR states entered by an indenter's newline, indent or dedent (after them the indenter has fed what the
+    newline's width brings, so no completion starts with an indent or dedent), and the lexer state past the
+    lexer's that costs a real terminal next (:func:`_lexical`); none and -1 without an indenter."""
+    tables = engine.parse
+    tops = np.zeros(tables.n_states, dtype=np.bool_)
+    indent = engine.indent
+    if indent is None:
+        return tops, np.int64(-1)
+    shifted = tables.action[:, [indent.newline, indent.indent, indent.dedent]]
+    tops[shifted[shifted >= 0]] = True
+    return tops, np.int64(engine.lexer.n_states)
+
+
+def _ending(engine: Engine) -> tuple:
+    """What :func:`_ends_here` reads: per lexer state the terminal its lexeme ends as and the one a postlex inserts
+    after it at the end of input; an indenter's newline, the LR states a newline enters, its dedent; the end."""
+    lexer, tables = engine.lexer, engine.parse
+    accept = lexer.accept
+    parser_term = engine.parser_term
+    eof_term = np.where(accept >= 0, parser_term[np.maximum(accept, 0)], -2).astype(np.int32)
+    eof_term[0] = -1
+    after_newline = np.zeros(tables.n_states, dtype=np.bool_)
+    newline = dedent = -1
+    indent = engine.indent
+    if indent is not None:
+        eof_term[eof_term >= indent.base] = -2  # a pending newline: its width decides (the matcher's own check)
+        if indent.eof_newline:
+            newline = indent.newline
+            after_newline[list(engine.indenter.after_newline)] = True
+        dedent = indent.dedent
+    eof_extra = np.full(lexer.n_states, -1, dtype=np.int32)
+    if lexer.end_terminal >= 0:
+        eof_extra[(lexer.restarts != 0) & (accept >= 0)] = parser_term[lexer.end_terminal]
+    if indent is not None:  # the state past the lexer's (see _lexical): the matcher's own check decides
+        eof_term, eof_extra = np.append(eof_term, -2).astype(np.int32), np.append(eof_extra, -1).astype(np.int32)
+    return eof_term, eof_extra, np.int64(newline), after_newline, np.int64(dedent), np.int64(tables.end)
 
 
 _ONE = np.zeros(1, dtype=np.int64)

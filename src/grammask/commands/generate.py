@@ -69,6 +69,10 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         "--canonical", action="store_true",
         help="allow only token sequences the model's tokenizer itself would write (no token budget then)",
     )
+    p.add_argument(
+        "--jump-forward", action="store_true",
+        help="append text the grammar forces (e.g. a schema's keys) without asking the model (greedy and sample)",
+    )
     p.add_argument("--json-out", action="store_true", help="print one JSON object: text, tokens, stats")
 
 
@@ -108,6 +112,7 @@ def _generate(args: argparse.Namespace) -> int:
         chat=False if args.no_chat else None,
         stop=args.stop,
         canonical=args.canonical,
+        jump_forward=args.jump_forward,
     )
     if args.json_out:
         print(json.dumps({"text": result.text, "tokens": result.tokens, "stats": result.stats.to_dict()}))

@@ -97,6 +97,7 @@ def generate(
     chat: bool | None = None,
     stop: Sequence[str] = (),
     canonical: bool = False,
+    jump_forward: bool = False,
 ) -> Generation:
     """Generate a reply to ``prompt`` that follows ``grammar`` (unconstrained when None).
 
@@ -107,7 +108,10 @@ def generate(
     before the stop string, ``tokens`` still hold the token that completed it, and
     ``stats.stop_reason`` is ``"stop"``. ``canonical``: allow only token sequences the model's tokenizer
     would write for their text (``compiled.matcher(canonical=True)``; no token budget then, so the output
-    may be cut at ``max_tokens``).
+    may be cut at ``max_tokens``). ``jump_forward``: after each token, append the tokens of the text the grammar
+    forces next (a schema's keys and punctuation) without a model choice, read in one forward pass; counted
+    in ``stats.forced_tokens`` (greedy and sampling only; not with ``stop`` strings or ``canonical``, where
+    it has no effect).
 
     Raises :class:`~grammask.errors.ModelError` (or :class:`~grammask.errors.FetchError` for the default
     model) when the model cannot be loaded; :class:`~grammask.errors.DecodingError` for an unknown strategy,
@@ -116,7 +120,8 @@ def generate(
     be compiled (or was compiled for another vocabulary); :class:`~grammask.errors.BudgetError` when no
     output of the grammar fits in ``max_tokens``; :class:`~grammask.errors.CanonicalError` for ``canonical``
     with a tokenizer that has no canonical relation, and :class:`~grammask.errors.ConfigurationError` for
-    ``canonical`` without a grammar.
+    ``canonical`` without a grammar; :class:`~grammask.errors.DecodingError` also for ``jump_forward`` with
+    beam search or MCTS.
     """
     text_model = load_model(model)
     if isinstance(strategy, str):
@@ -133,7 +138,8 @@ def generate(
     rule = StopRule(stop, compiled) if stop else None
     if rule is not None:
         matcher = StopMatcher(matcher, rule, text_model.vocab)
-    decoded = strategy.decode(text_model, prompt_ids, matcher, max_tokens=max_tokens, seed=seed)
+    decoded = strategy.decode(text_model, prompt_ids, matcher, max_tokens=max_tokens, seed=seed,
+                              jump_forward=jump_forward)
     if rule is not None:
         data = text_model.vocab.decode(decoded.tokens)
         cut = rule.cut(data)

@@ -42,16 +42,28 @@ class Forward(NamedTuple):
     token_ids: Sequence[int]
 
 
-Search = Generator[Forward, list[ModelState], tuple[list[int], str]]
+class Read(NamedTuple):
+    """A search's request to append several tokens to one state in one pass (text the grammar forces).
+
+    The driver answers it with a one-element list, like a :class:`Forward` of one state.
+    """
+
+    state: ModelState
+    token_ids: Sequence[int]
+
+
+Search = Generator[Forward | Read, list[ModelState], tuple[list[int], str]]
 """A running search: yields forward requests, is sent their states, returns tokens and the stop reason."""
 
 
 class Run:
-    """One decoding run: the model, its statistics, and the mask buffer its guides share."""
+    """One decoding run: the model, its statistics, the mask buffer its guides share, and whether it jumps
+    forward over text the grammar forces."""
 
-    def __init__(self, model: LanguageModel, stats: GenerationStats):
+    def __init__(self, model: LanguageModel, stats: GenerationStats, jump_forward: bool = False):
         self.model = model
         self.stats = stats
+        self.jump_forward = jump_forward
         self.eos_ids = model.eos_ids
         self.n_logits = model.n_logits
         self.row = np.zeros(bitmask_words(model.n_logits), dtype=np.int32)
@@ -70,6 +82,12 @@ class Run:
         out = yield Forward(states, token_ids)
         self.stats.forward_passes += len(states)
         return out
+
+    def read(self, state: ModelState, token_ids: Sequence[int]) -> Generator[Forward | Read, list[ModelState], ModelState]:
+        """The state after several tokens read in one pass, from the driver (``state = yield from run.read(...)``)."""
+        out = yield Read(state, token_ids)
+        self.stats.forward_passes += 1
+        return out[0]
 
     def guide(self, matcher: TokenMatcher | None) -> Guide:
         return Guide(self, matcher)
@@ -124,6 +142,19 @@ class Guide:
     def allows(self, token_id: int) -> bool:
         """Whether the grammar allows ``token_id`` here (checked on a fork; this guide is unchanged)."""
         return self.matcher is None or self.fork().try_advance(token_id)
+
+    def forced_tokens(self, limit: int) -> list[int]:
+        """At most ``limit`` tokens the grammar forces next (jump-forward), accepted into the matcher; [] where the
+        run does not jump forward or the matcher cannot tell (no ``forced_tokens``: stop strings, canonical mode)."""
+        forced = getattr(self.matcher, "forced_tokens", None)
+        if not self.run.jump_forward or forced is None or limit < 1:
+            return []
+        t0 = perf_counter()
+        tokens = forced()[:limit]
+        taken = self.matcher.accept_tokens(tokens)
+        self.run.stats.mask_seconds += perf_counter() - t0
+        self.run.stats.forced_tokens += taken
+        return tokens[:taken]
 
     def fork(self) -> Guide:
         if self.matcher is None:

@@ -30,7 +30,9 @@ class GenerationStats:
     install, loading them from numba's disk cache later): counted in ``seconds``, kept out of the mask
     time and the per-token figures (a one-off, not a cost of decoding)."""
     forward_passes: int = 0
-    """Sequences extended by one token (a batch of 4 counts 4)."""
+    """Sequences extended by one token (a batch of 4 counts 4), or by a run of forced tokens read at once."""
+    forced_tokens: int = 0
+    """Output tokens appended by jump-forward: text the grammar forces, read without a model choice."""
     stop_reason: str = ""
     """``"eos"`` (the model ended, or the grammar allowed nothing else), ``"stop"`` (a stop sequence) or
     ``"max_tokens"``."""
@@ -61,6 +63,8 @@ class GenerationStats:
             f"({100 * self.mask_share:.1f}% of the step), prompt {self.prompt_tokens} tokens in "
             f"{self.prefill_seconds:.2f} s"
         )
+        if self.forced_tokens:
+            line += f", {self.forced_tokens} tokens forced by the grammar (jump-forward)"
         if self.compile_seconds >= 0.05:
             line += f", kernels compiled or loaded on first use in {self.compile_seconds:.1f} s (not counted per token)"
         return line

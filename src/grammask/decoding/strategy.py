@@ -10,11 +10,11 @@ from typing import ClassVar
 
 import numpy as np
 
-from grammask.decoding.run import Forward, Guide, Run, Search, TokenMatcher
+from grammask.decoding.run import Forward, Guide, Read, Run, Search, TokenMatcher
 from grammask.decoding.stats import GenerationStats
 from grammask.errors import DecodingError
 from grammask.kernel_timing import KernelReadying
-from grammask.models.protocol import LanguageModel, ModelState
+from grammask.models.protocol import LanguageModel, ModelState, ReadingModel
 
 
 @dataclass(frozen=True)
@@ -29,6 +29,8 @@ class Strategy(ABC):
     """A decoding strategy; mask-aware (given a matcher) and EOS-aware, with a seedable RNG."""
 
     name: ClassVar[str]
+    jumps_forward: ClassVar[bool] = False
+    """Whether the strategy can jump forward over text the grammar forces (``jump_forward=True``)."""
 
     def decode(
         self,
@@ -38,14 +40,18 @@ class Strategy(ABC):
         *,
         max_tokens: int,
         seed: int | None = None,
+        jump_forward: bool = False,
     ) -> Decoded:
         """Generate at most ``max_tokens`` tokens after ``prompt_ids``; stops early at EOS.
 
         With a matcher, every token follows its masks (EOS only once the output is a whole sentence);
         the matcher is used up (advanced or forked from). Without one, decoding is unconstrained.
+        ``jump_forward``: after each token, append the tokens the grammar forces next
+        (:meth:`~grammask.matcher.Matcher.forced_tokens`) without asking the model, read in one forward pass.
         Raises what :meth:`decode_many` raises.
         """
-        return self.decode_many(model, [prompt_ids], [matcher], max_tokens=max_tokens, seed=seed)[0]
+        return self.decode_many(model, [prompt_ids], [matcher], max_tokens=max_tokens, seed=seed,
+                                jump_forward=jump_forward)[0]
 
     def decode_many(
         self,
@@ -55,6 +61,7 @@ class Strategy(ABC):
         *,
         max_tokens: int | Sequence[int],
         seed: int | None = None,
+        jump_forward: bool = False,
     ) -> list[Decoded]:
         """:meth:`decode` for several prompts at once, one output each, in order. ``matchers`` and
         ``max_tokens`` give one per prompt (``max_tokens`` may be one limit for all).
@@ -66,9 +73,12 @@ class Strategy(ABC):
         output's stats book its own work and its share of every pass it took part in, by sequences.
 
         Raises :class:`~grammask.errors.DecodingError` when ``matchers`` or ``max_tokens`` do not give one
-        per prompt, a limit is below 1 or a prompt is empty, and :class:`~grammask.errors.MatcherStateError`
-        when a matcher allows no next token (a dead end).
+        per prompt, a limit is below 1, a prompt is empty or ``jump_forward`` is asked of a strategy that
+        cannot (beam search, MCTS), and :class:`~grammask.errors.MatcherStateError` when a matcher allows no
+        next token (a dead end).
         """
+        if jump_forward and not self.jumps_forward:
+            raise DecodingError(f"the {self.name} strategy does not jump forward; use greedy or sample")
         limits = [max_tokens] * len(prompts) if isinstance(max_tokens, int) else list(max_tokens)
         if matchers is None:
             matchers = [None] * len(prompts)
@@ -82,22 +92,27 @@ class Strategy(ABC):
             raise DecodingError("a prompt has no tokens; give at least one")
         searches = []
         for prompt_ids, matcher, limit in zip(prompts, matchers, limits):
-            run = Run(model, GenerationStats())
+            run = Run(model, GenerationStats(), jump_forward)
             rng = np.random.default_rng(seed)
             searches.append(_Driven(run, self._search(run, prompt_ids, run.guide(matcher), limit, rng)))
         pending = {i: req for i, s in enumerate(searches) if (req := s.resume(None)) is not None}
         while pending:
-            states = [state for req in pending.values() for state in req.states]
-            tokens = [token for req in pending.values() for token in req.token_ids]
+            answers = {i: [_read(model, req, searches[i].run.stats)] for i, req in pending.items() if isinstance(req, Read)}
+            batched = {i: req for i, req in pending.items() if i not in answers}
+            states = [state for req in batched.values() for state in req.states]
+            tokens = [token for req in batched.values() for token in req.token_ids]
             t0 = perf_counter()
             out = model.extend(states, tokens) if states else []
             seconds = perf_counter() - t0
-            given, following = 0, {}
-            for i, req in pending.items():
+            given = 0
+            for i, req in batched.items():
                 n = len(req.states)
                 searches[i].run.stats.model_seconds += seconds * n / len(states) if states else 0.0
-                nxt = searches[i].resume(out[given : given + n])
+                answers[i] = out[given : given + n]
                 given += n
+            following = {}
+            for i in pending:
+                nxt = searches[i].resume(answers[i])
                 if nxt is not None:
                     following[i] = nxt
             pending = following
@@ -109,6 +124,19 @@ class Strategy(ABC):
     ) -> Search:
         """A generator (see :mod:`grammask.decoding.run`) returning the output tokens and the stop reason
         (``"eos"`` or ``"max_tokens"``)."""
+
+
+def _read(model: LanguageModel, request: Read, stats: GenerationStats) -> ModelState:
+    """Serve a :class:`Read`: one pass where the model can read several tokens at once, else one per token."""
+    t0 = perf_counter()
+    if isinstance(model, ReadingModel):
+        state = model.read(request.state, request.token_ids)
+    else:
+        state = request.state
+        for token in request.token_ids:
+            state = model.extend([state], [token])[0]
+    stats.model_seconds += perf_counter() - t0
+    return state
 
 
 class _Driven:
@@ -158,6 +186,8 @@ class LinearStrategy(Strategy):
     ``advance`` when the model already follows the grammar.
     """
 
+    jumps_forward = True
+
     @abstractmethod
     def choose(self, logits: np.ndarray, rng: np.random.Generator) -> int:
         """A token id from masked logits (disallowed tokens at -inf)."""
@@ -180,9 +210,14 @@ class LinearStrategy(Strategy):
             if guide.is_end(token):
                 return tokens, "eos"
             tokens.append(token)
+            forced = guide.forced_tokens(max_tokens - len(tokens))
+            tokens.extend(forced)
             if len(tokens) == max_tokens:
                 return tokens, "max_tokens"
-            state = (yield from run.extend([state], [token]))[0]
+            if forced:
+                state = yield from run.read(state, [token, *forced])
+            else:
+                state = (yield from run.extend([state], [token]))[0]
 
 
 def log_softmax(logits: np.ndarray) -> np.ndarray:

@@ -9,6 +9,31 @@ from dataclasses import dataclass, field
 
 from grammask.errors import ConfigurationError, GrammarError, UndefinedSymbolError
 
+COUNT_UNITS = ("codepoints", "json")
+"""What a counted terminal counts: the code points of its lexeme, or the characters of the JSON string value its
+lexeme spells (between the quotes, an escape counting as the character it stands for, a surrogate pair as one)."""
+
+
+@dataclass(frozen=True)
+class Count:
+    """A bound on the length of a terminal's lexemes: between ``lo`` and ``hi`` (None: no upper bound) ``unit`` s.
+
+    Raises :class:`~grammask.errors.GrammarError` for an unknown unit or bounds out of order.
+    """
+
+    lo: int
+    hi: int | None
+    unit: str = "codepoints"
+
+    def __post_init__(self) -> None:
+        if self.unit not in COUNT_UNITS:
+            raise GrammarError(f"a count's unit must be one of {', '.join(COUNT_UNITS)}, not {self.unit!r}")
+        if self.lo < 0 or (self.hi is not None and self.hi < self.lo):
+            raise GrammarError(f"a count needs 0 <= lo <= hi, not {self.lo}..{self.hi}")
+
+    def contains(self, n: int) -> bool:
+        return self.lo <= n and (self.hi is None or n <= self.hi)
+
 
 @dataclass(frozen=True)
 class Terminal:
@@ -18,7 +43,9 @@ class Terminal:
     byte-level automaton over its UTF-8 encoding. ``flags`` holds inline flag letters
     (``i``, ``s``, ``m``, ``x``, ``u``, ``a``) as Lark passes them. ``literal`` is set when the
     terminal is a string literal: a literal wins a tie against a pattern terminal of equal
-    priority that matches the same lexeme (as Lark's lexer does for keywords).
+    priority that matches the same lexeme (as Lark's lexer does for keywords). With ``count``, the
+    terminal's lexemes are those of ``pattern`` whose length lies within it: the lexer keeps the
+    length beside its state instead of unrolling it (:mod:`grammask.automata.counted`).
     """
 
     name: str
@@ -26,6 +53,7 @@ class Terminal:
     flags: str = ""
     literal: str | None = None
     priority: int = 0
+    count: Count | None = None
 
 
 @dataclass(frozen=True)
@@ -60,8 +88,9 @@ class Indentation:
     close_brackets: tuple[str, ...] = ()
     tab_len: int = 8
     eof_newline: bool = False
-    """CPython's end of input: a newline is added when the last terminal is not one, and the line after a
-    final newline is not measured (trailing blank lines never indent)."""
+    """CPython's ends of input: a newline is added when the last terminal is not one, the line after a final
+    newline is not measured (trailing blank lines never indent), and the first line is measured as if a line
+    break came before the input (an indented first line is an unexpected indent)."""
 
 
 @dataclass(frozen=True)
@@ -108,6 +137,10 @@ class Grammar:
     lexer: str = "basic"
     """``"basic"``: all terminals compete for every lexeme; ``"contextual"``: only those the parser's state
     accepts, and the ignored ones (Lark's two lexers for LALR)."""
+    first_match: bool = False
+    """Lex as Lark's lexer tries its terminals, first match in its order: a string some earlier terminal
+    matches a proper prefix of (and not whole) is no lexeme of a later one (:mod:`grammask.automata.first_match`).
+    Set by the Lark front end; grammars grammask writes itself keep the plain lexing rule."""
 
     def __post_init__(self) -> None:
         term_names = [t.name for t in self.terminals]
@@ -140,6 +173,9 @@ class Grammar:
             self._check_indentation(self.indentation, set(term_names))
         if self.semicolons is not None:
             self._check_semicolons(self.semicolons, set(term_names))
+        units = {t.count.unit for t in self.terminals if t.count is not None}
+        if len(units) > 1:
+            raise GrammarError(f"counted terminals must all count the same unit, not {' and '.join(sorted(units))}")
 
     def _check_semicolons(self, rules: Semicolons, lexed: set[str]) -> None:
         if self.indentation is not None:
@@ -187,7 +223,8 @@ class Grammar:
     def fingerprint(self) -> str:
         """A stable hash of everything that affects compilation (not the display name)."""
         doc = {
-            "terminals": [[t.name, t.pattern, t.flags, t.literal, t.priority] for t in self.terminals],
+            "terminals": [[t.name, t.pattern, t.flags, t.literal, t.priority]
+                          + ([] if t.count is None else [dataclasses.astuple(t.count)]) for t in self.terminals],
             "rules": [[r.lhs, list(r.rhs), r.priority] for r in self.rules],
             "start": self.start,
             "ignore": sorted(self.ignore),
@@ -200,4 +237,6 @@ class Grammar:
             doc["semicolons"] = dataclasses.asdict(self.semicolons)
         if self.lexer != "basic":
             doc["lexer"] = self.lexer
+        if self.first_match:
+            doc["first_match"] = True
         return hashlib.sha256(json.dumps(doc, sort_keys=True).encode()).hexdigest()

@@ -89,7 +89,8 @@ def grammar_from_lark(
             f"them; pass postlex= (a lark.indenter.Indenter) or give them a pattern"
         )
     return Grammar(tuple(terminals), rules, start, frozenset(str(i) for i in ignore), name=name, conflicts=conflicts,
-                   declared=tuple(declared), indentation=indentation, semicolons=semicolons, lexer=lexer)
+                   declared=tuple(declared), indentation=indentation, semicolons=semicolons, lexer=lexer,
+                   first_match=True)
 
 
 def _regexp(pattern) -> str:

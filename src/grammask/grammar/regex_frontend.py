@@ -13,6 +13,7 @@ import re
 import sys
 
 from grammask.automata import regex as engine_regex
+from grammask.automata.counted import free_pattern
 from grammask.automata.regex import Alt, Chars, Concat, Node, Repeat
 from grammask.automata.utf8 import (
     SCALARS,
@@ -26,7 +27,7 @@ from grammask.errors import (
     EmptyLanguageError,
     UnsupportedRegexError,
 )
-from grammask.grammar.ir import Grammar, Rule, Terminal
+from grammask.grammar.ir import Count, Grammar, Rule, Terminal
 
 if sys.version_info >= (3, 11):
     from re import _constants as sre
@@ -272,6 +273,43 @@ def without_empty(node: Node) -> Node:
     return concat(body, repeat(node.node, 0, None if node.max is None else node.max - 1))
 
 
+def fixed_width(node: Node) -> int | None:
+    """The length of every string of the language, if they all have one length (None otherwise)."""
+    if isinstance(node, Chars):
+        return 1
+    if isinstance(node, Concat):
+        widths = [fixed_width(p) for p in node.parts]
+        return None if None in widths else sum(widths)
+    if isinstance(node, Alt):
+        widths = {fixed_width(o) for o in node.options}
+        return widths.pop() if len(widths) == 1 else None
+    if isinstance(node, Repeat) and node.min == node.max:
+        width = fixed_width(node.node)
+        return None if width is None else width * node.min
+    return None
+
+
+def split_count(node: Node) -> tuple[Node, int, int | None] | None:
+    """``node`` as a language without its counted repeat and a bound on the whole length, where it is fixed-length
+    parts around one repeat of single characters, the one with the largest count (``ab[0-9]{3,1000}c``:
+    ``ab[0-9]*c`` of length 6 to 1003).
+
+    None for any other shape (a repeat of longer strings, other parts of varying length).
+    """
+    parts = node.parts if isinstance(node, Concat) else (node,)
+    repeats = [i for i, p in enumerate(parts) if isinstance(p, Repeat) and isinstance(p.node, Chars)]
+    if not repeats:
+        return None
+    i = max(repeats, key=lambda j: parts[j].min if parts[j].max is None else parts[j].max)
+    widths = [fixed_width(p) for j, p in enumerate(parts) if j != i]
+    if None in widths:
+        return None
+    rep = parts[i]
+    relaxed = concat(*parts[:i], Repeat(rep.node, 0, None), *parts[i + 1 :])
+    fixed = sum(widths)
+    return relaxed, rep.min + fixed, None if rep.max is None else rep.max + fixed
+
+
 # --- rendering -------------------------------------------------------------------------------
 
 _CLASS_SPECIAL = set("\\]^-[")
@@ -344,7 +382,7 @@ def _grouped(node: Node, atom, *, in_concat: bool) -> str:
 # --- the front end ---------------------------------------------------------------------------
 
 
-def grammar_from_regex(pattern: str, *, name: str = "regex") -> Grammar:
+def grammar_from_regex(pattern: str, *, name: str = "regex", count: bool = True) -> Grammar:
     """A grammar whose sentences are exactly the strings ``re.fullmatch(pattern, s)`` accepts.
 
     The grammar has one terminal ``REGEX`` and the rule ``start: REGEX`` (plus an empty
@@ -352,7 +390,10 @@ def grammar_from_regex(pattern: str, *, name: str = "regex") -> Grammar:
     input). Anchors at the edges of the pattern are accepted and mean nothing under whole-match
     semantics, nor does laziness (``*?``); lookarounds and backreferences raise
     :class:`UnsupportedRegexError`. The terminal's pattern is the parsed language written out
-    (every character set explicit), so flags and ``\\d``-like classes keep Python's meaning.
+    (every character set explicit), so flags and ``\\d``-like classes keep Python's meaning. With
+    ``count`` (default), a big counted repeat of single characters amid fixed-length parts
+    (``[0-9]{1,100000}``, ``id-[a-z]{3,5000}``) is counted beside the lexer state instead of unrolled
+    (:class:`~grammask.grammar.ir.Count`; token budgets are not built for it yet).
 
     Text that is not a valid regex also raises :class:`UnsupportedRegexError`; a pattern that matches
     no string raises :class:`~grammask.errors.EmptyLanguageError`.
@@ -360,12 +401,31 @@ def grammar_from_regex(pattern: str, *, name: str = "regex") -> Grammar:
     node = parse_pattern(pattern, dialect="python")
     if is_nothing(node):
         raise EmptyLanguageError(f"regex {pattern!r} matches no string")
-    body = without_empty(node)
+    counted = _counted(node) if count else None
+    body, bound = (without_empty(node), None) if counted is None else counted
     rules = []
     terminals = ()
     if not is_nothing(body):
-        terminals = (Terminal("REGEX", render_regex(body)),)
+        terminals = (Terminal("REGEX", render_regex(body), count=bound),)
         rules.append(Rule("start", ("REGEX",)))
     if nullable(node):
         rules.append(Rule("start", ()))
     return Grammar(terminals, tuple(rules), "start", name=name)
+
+
+COUNT_FROM = 64
+"""A repeat counted up to this many times or more is counted beside the lexer state (where it can be)."""
+
+
+def _counted(node: Node) -> tuple[Node, Count] | None:
+    """The terminal's language and length bound where the pattern's largest repeat is big and can be counted."""
+    split = split_count(node)
+    if split is None:
+        return None
+    relaxed, lo, hi = split
+    if max(lo, hi or 0) < COUNT_FROM:
+        return None
+    body = without_empty(relaxed)
+    if is_nothing(body) or not free_pattern(render_regex(body), "", "codepoints"):
+        return None
+    return body, Count(max(lo, 1), hi)

@@ -195,6 +195,18 @@ class HFModel:
             children.append(child)
         return children
 
+    def read(self, state: HFState, token_ids: Sequence[int]) -> HFState:
+        """Append several tokens to one state in one forward pass; the new state holds their KV cache as its own."""
+        full = self._full_kv(state)
+        ids = torch.tensor([list(token_ids)], dtype=torch.long, device=self.model.device)
+        with torch.inference_mode():
+            result = self.model(input_ids=ids, use_cache=True, logits_to_keep=1, **{self._cache_name: _cache_of(full)})
+        kv = _layers(getattr(result, self._cache_name))
+        own = tuple((k[:, :, -len(token_ids):].clone(), v[:, :, -len(token_ids):].clone()) for k, v in kv)
+        child = HFState(state, state.length + len(token_ids), _last_logits(result.logits)[0], own)
+        self._remember(child, kv)
+        return child
+
     def _full_kv(self, state: HFState) -> _KV:
         """The whole KV cache of a state: a recent one, or rebuilt from its ancestors' own parts."""
         full = self._recent.get(state)

@@ -51,6 +51,14 @@ class LanguageModel(Protocol):
 
 
 @runtime_checkable
+class ReadingModel(LanguageModel, Protocol):
+    """A language model that can also append several tokens to one state in one forward pass (jump-forward)."""
+
+    def read(self, state: ModelState, token_ids: Sequence[int]) -> ModelState:
+        """Append ``token_ids`` (at least one) to ``state`` in one pass; ``state`` stays valid."""
+
+
+@runtime_checkable
 class TextModel(LanguageModel, Protocol):
     """A language model with its tokenizer: what :func:`grammask.generate` needs to go from text to text."""
 

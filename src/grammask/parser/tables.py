@@ -11,7 +11,7 @@ from lark.grammar import NonTerminal as LarkNonTerminal
 from lark.grammar import Rule as LarkRule
 from lark.grammar import RuleOptions
 from lark.grammar import Terminal as LarkTerminal
-from lark.parsers.lalr_analysis import LALR_Analyzer, Shift
+from lark.parsers.lalr_analysis import LALR_Analyzer, Reduce, Shift
 
 from grammask.errors import NO_DEADLINE, Deadline, EmptyLanguageError
 from grammask.grammar.ir import Grammar
@@ -38,7 +38,9 @@ class ParseTables:
     target state of a shift (>= 0), ``-1`` for an error, or ``encode_reduce(r)``. Accepting is a
     shift of the end marker into ``accept_state``, a row of errors, so "the parser accepts"
     reads the same as "the terminal was shifted". ``notes`` describe the conflicts resolved
-    (shift over reduce, or a reduction by rule priority), as Lark resolves them.
+    (shift over reduce, or a reduction by rule priority), as Lark resolves them; ``dropped`` holds
+    one row ``(state, rule, terminal)`` per reduction a resolution removed (the LALR(1) lookahead
+    ``terminal`` of ``rule`` in ``state`` on which the parser shifts or reduces by another rule).
     """
 
     terminals: tuple[str, ...]
@@ -52,6 +54,7 @@ class ParseTables:
     start_state: int
     accept_state: int
     notes: tuple[str, ...] = field(default=())
+    dropped: np.ndarray = field(default_factory=lambda: np.zeros((0, 3), dtype=np.int32))
 
     @property
     def end(self) -> int:
@@ -125,6 +128,9 @@ def build_parse_tables(grammar: Grammar, parser_terminals: tuple[str, ...], dead
                 action[i, term_id[sym]] = state_id[arg]
             else:
                 action[i, term_id[sym]] = encode_reduce(rule_id[arg])
+    dropped = [(state_id[itemset.closure], rule_id[r], term_id[la.name])
+               for itemset in analyzer.lr0_itemsets for la, rules in itemset.lookaheads.items() for r in rules
+               if table.states[itemset.closure].get(la.name) != (Reduce, r)]
     end_state = state_id[table.end_states[grammar.start]]
     action[end_state, term_id[END]] = n
     return ParseTables(
@@ -142,6 +148,7 @@ def build_parse_tables(grammar: Grammar, parser_terminals: tuple[str, ...], dead
         start_state=state_id[table.start_states[grammar.start]],
         accept_state=n,
         notes=notes,
+        dropped=np.array(sorted(dropped), dtype=np.int32).reshape(-1, 3),
     )
 
 

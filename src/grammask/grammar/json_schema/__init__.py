@@ -38,7 +38,8 @@ def grammar_from_json_schema(
     """The grammar of the JSON documents ``schema`` accepts (a dict, a bool, or JSON text).
 
     ``options`` (or the same fields as keywords: ``whitespace``, ``property_order``,
-    ``additional_properties``, ``strict``; see :class:`SchemaOptions`) say how documents are spelled.
+    ``additional_properties``, ``strict``, ``count_lengths``; see :class:`SchemaOptions`) say how documents are
+    spelled and how length bounds are kept.
 
     Strings are admitted in the spellings JSON encoders use (printable ASCII never
     ``\\u``-escaped); numbers with ``minimum``-like bounds without an exponent. ``oneOf`` is
@@ -67,7 +68,7 @@ def grammar_from_json_schema(
         except json.JSONDecodeError as e:
             raise GrammarError(f"the JSON Schema text is not JSON: {e}") from None
     issues = Issues(options.strict)
-    reader = SchemaReader(schema, issues, Deadline(check_timeout(timeout), name))
+    reader = SchemaReader(schema, issues, Deadline(check_timeout(timeout), name), options.count_lengths)
     emitter = Emitter(reader, options)
     terminals, rules, ignored = emitter.finish(frozenset({reader.root}))
     grammar = Grammar(terminals, rules, "start", ignored, name=name, notes=tuple(issues.notes))

@@ -274,6 +274,12 @@ def _product_rows(a: CharDFA, b: CharDFA, mode: str) -> tuple[list[list[tuple[in
     return rows, accepting
 
 
+def raw_product(a: CharDFA, b: CharDFA, mode: str) -> CharDFA:
+    """:func:`product` without trimming or minimizing (for questions about its strings, not for keeping)."""
+    rows, accepting = _product_rows(a, b, mode)
+    return CharDFA(tuple(tuple(r) for r in rows), frozenset(accepting))
+
+
 def is_subset(a: CharDFA, b: CharDFA) -> bool:
     """Whether every string of ``a`` is in ``b``: no accepting state of ``a`` minus ``b`` is reachable."""
     return not _product_rows(a, b, "minus")[1]

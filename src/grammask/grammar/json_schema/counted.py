@@ -1,11 +1,13 @@
-"""How big a counted string constraint would unroll, so that a too big one is refused before it is.
+"""Counted string constraints: kept as a length bound beside the lexer state, or unrolled where they must be.
 
-String lengths (``minLength``/``maxLength``) and ``{m,n}`` in patterns are unrolled: one copy of
-the repeated part per count, first in the string automata of this package, then in the lexer's
-byte automaton, where every state costs a walk of the vocabulary at compile time. The estimate
-counts the byte NFA states of the JSON lexeme (each character class weighs as many states as its
-JSON spellings take), so it is comparable with the lexer's own bound,
-:data:`~grammask.automata.regex.MAX_UNROLLED_STATES`.
+String lengths (``minLength``/``maxLength``) and ``{m,n}`` in patterns are kept as a bound on the
+string's length beside a language without it (:class:`~grammask.grammar.ir.Count`; the lexer keeps
+the count beside its state, :mod:`grammask.automata.counted`) wherever that language is *free*
+(:func:`~grammask.grammar.json_schema.lengths.char_free`). Elsewhere they are unrolled, one copy of the repeated part per count, first in the
+string automata of this package, then in the lexer's byte automaton, where every state costs a walk of
+the vocabulary at compile time; a too big one is refused before it is. The estimate counts the byte NFA
+states of the JSON lexeme (each character class weighs as many states as its JSON spellings take), so it
+is comparable with the lexer's own bound, :data:`~grammask.automata.regex.MAX_UNROLLED_STATES`.
 """
 
 from __future__ import annotations
@@ -24,7 +26,11 @@ from grammask.automata.regex import (
 from grammask.automata.utf8 import SCALARS, CodeRanges
 from grammask.grammar.json_schema.strings import json_char_atom
 
-__all__ = ["MAX_UNROLLED_STATES", "largest_repeat", "length_states"]
+__all__ = ["COUNT_ABOVE", "MAX_UNROLLED_STATES", "largest_repeat", "length_states"]
+
+COUNT_ABOVE = 2048
+"""A length bound or counted repeat that would unroll into more byte NFA states than this is counted beside the
+lexer state where it can be (``SchemaOptions(count_lengths=True)``, the default); smaller ones are unrolled."""
 
 
 def length_states(count: int) -> int:

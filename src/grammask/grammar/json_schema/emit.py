@@ -336,14 +336,15 @@ class Emitter:
             rules += [Rule(slot, (self.string_terminal(m),)) for m in self.strings.contained_in(keys)]
         for key, slot in self._number_slots.items():
             rules += [Rule(slot, (self.number_terminal(m),)) for m in self.numbers.contained_in([key])]
-        terminals = list(self.punct.terminals.values()) + self._family_terminals()
+        used = {s for r in rules for s in r.rhs}
+        terminals = list(self.punct.terminals.values()) + self._family_terminals(used)
         return tuple(terminals), tuple(_prune(rules, "start", {t.name for t in terminals})), ignored
 
     def string_terminal(self, key: tuple) -> str:
         name = self._terminal_names.get(key)
         if name is None:
             language = self.strings.members[key]
-            if language.kind == "all":
+            if language.is_everything():
                 name = "STRING"
             elif language.kind == "literal":
                 name = f"STRING_{_sanitize(language.text)}_{len(self._terminal_names)}"
@@ -365,11 +366,17 @@ class Emitter:
             self._terminal_names[key] = name
         return name
 
-    def _family_terminals(self) -> list[Terminal]:
+    def _family_terminals(self, used: set[str]) -> list[Terminal]:
+        """The terminals of the string and number families; a string member no rule uses is left out (every string
+        terminal lexes one whole JSON string, so its lexemes are rejected without it just as with it)."""
         out = []
         for key in self.strings.terminal_members():
-            pattern, literal = self.strings.members[key].lexeme(self.reader.deadline)
-            out.append(Terminal(self.string_terminal(key), pattern, literal=literal, priority=self.strings.priority(key)))
+            if self._terminal_names.get(key) not in used:
+                continue
+            language = self.strings.members[key]
+            pattern, literal = language.lexeme(self.reader.deadline)
+            out.append(Terminal(self.string_terminal(key), pattern, literal=literal, priority=self.strings.priority(key),
+                                count=language.count()))
         for key in self.numbers.terminal_members():
             numbers = self.numbers.members[key]
             out.append(Terminal(self.number_terminal(key), numbers.lexeme(), priority=self.numbers.priority(key)))

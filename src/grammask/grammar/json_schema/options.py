@@ -31,6 +31,11 @@ class SchemaOptions:
     :class:`~grammask.errors.UnsupportedSchemaError`; with False it is dropped, warned about and
     listed in the grammar's ``notes``.
 
+    ``count_lengths``: big length bounds (``maxLength``/``minLength``, ``{m,n}`` in a ``pattern``) are
+    counted beside the lexer state (True, default: milliseconds at any bound; no token budgets yet),
+    or unrolled into the lexer (False: token budgets work, but a bound past about 40 characters of
+    any kind is refused).
+
     Raises :class:`~grammask.errors.ConfigurationError` for a value outside these.
     """
 
@@ -38,6 +43,7 @@ class SchemaOptions:
     property_order: str = "schema"
     additional_properties: bool = True
     strict: bool = True
+    count_lengths: bool = True
 
     def __post_init__(self) -> None:
         w = self.whitespace

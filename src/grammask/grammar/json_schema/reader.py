@@ -17,6 +17,8 @@ from referencing import Registry, Resource
 from referencing.exceptions import Unresolvable
 from referencing.jsonschema import DRAFT202012
 
+from grammask.automata.regex import Alt, Concat, Repeat
+from grammask.automata.regex import Node as RegexNode
 from grammask.errors import (
     NO_DEADLINE,
     Deadline,
@@ -24,6 +26,7 @@ from grammask.errors import (
     UnsupportedSchemaError,
 )
 from grammask.grammar.json_schema.counted import (
+    COUNT_ABOVE,
     MAX_UNROLLED_STATES,
     largest_repeat,
     length_states,
@@ -40,7 +43,13 @@ from grammask.grammar.json_schema.shapes import (
     Shape,
 )
 from grammask.grammar.json_schema.strings import StringSet
-from grammask.grammar.regex_frontend import parse_pattern
+from grammask.grammar.regex_frontend import (
+    ANY_STRING,
+    alt,
+    concat,
+    parse_pattern,
+    split_count,
+)
 
 # Keywords that never constrain an instance (annotations, identifiers, containers of subschemas
 # reached only through $ref).
@@ -112,12 +121,14 @@ class SchemaReader:
     """Reads the schemas of one document into shapes, memoized by node.
 
     ``deadline`` is checked as each shape is read and combined (raises
-    :class:`~grammask.errors.CompileTimeoutError` once it has passed).
+    :class:`~grammask.errors.CompileTimeoutError` once it has passed). ``count_lengths``: big length bounds
+    and counted repeats are counted beside the lexer state where they can be (else all are unrolled).
     """
 
-    def __init__(self, root: object, issues: Issues, deadline: Deadline = NO_DEADLINE):
+    def __init__(self, root: object, issues: Issues, deadline: Deadline = NO_DEADLINE, count_lengths: bool = True):
         self.issues = issues
         self.deadline = deadline
+        self.count_lengths = count_lengths
         self.entries: list[_Entry] = []
         self._index: dict[int, int] = {}
         self._shapes: dict[Node, Shape] = {}
@@ -187,7 +198,7 @@ class SchemaReader:
 def _is_anything(shape: Shape, reader: SchemaReader, depth: int) -> bool:
     if not (shape.null and len(shape.booleans) == 2 and shape.numbers == NumberSet.numbers()):
         return False
-    if not any(s.kind == "all" for s in shape.strings):
+    if not any(s.is_everything() for s in shape.strings):
         return False
     return any(_any_array(a, reader, depth) for a in shape.arrays) and any(
         _any_object(o, reader, depth) for o in shape.objects
@@ -214,7 +225,7 @@ def _any_array(a: ArrayShape, reader: SchemaReader, depth: int) -> bool:
 def _any_object(o: ObjectShape, reader: SchemaReader, depth: int) -> bool:
     return (
         not o.required
-        and o.names.kind == "all"
+        and o.names.is_everything()
         and all(_any_node(n, reader, depth) for _, n in o.props)
         and all(not r.patterns and (r.additional is IMPLICIT or _any_node(r.additional, reader, depth)) for r in o.extras)
     )
@@ -337,20 +348,33 @@ class _KeywordReader:
                 raise UnsupportedSchemaError(f"'{keyword}' at {self.at(keyword)}: must be a non-negative integer")
         min_length = int(schema.get("minLength", 0))
         max_length = None if schema.get("maxLength") is None else int(schema["maxLength"])
-        if max_length is not None and not self._countable("maxLength", max_length, length_states(max_length)):
-            max_length = None
-        if not self._countable("minLength", min_length, length_states(min_length + 1)):
-            min_length = 0
-        result = StringSet.length(min_length, max_length)
+        if self.reader.count_lengths and length_states(min_length if max_length is None else max_length) > COUNT_ABOVE:
+            result = StringSet.length(min_length, max_length, count=True)
+        else:
+            if max_length is not None and not self._countable("maxLength", max_length, length_states(max_length)):
+                max_length = None
+            if not self._countable("minLength", min_length, length_states(min_length + 1)):
+                min_length = 0
+            result = StringSet.length(min_length, max_length)
         if "pattern" in schema:
             try:
-                node = self._pattern(schema["pattern"])
-                result = result.intersect(StringSet.regular(node))
+                result = self._bounded(result, self._pattern_set(schema["pattern"]))
             except UnsupportedRegexError as e:
                 self.issues.unsupported("pattern", self.at("pattern"), str(e))
         if "format" in schema:
-            result = result.intersect(self._format())
+            result = self._bounded(result, self._format())
         return result
+
+    def _bounded(self, lengths: StringSet, language: StringSet) -> StringSet:
+        """``lengths`` (the length keywords' set) intersected with a pattern's or format's ``language``; where the
+        bound cannot be counted with it nor unrolled, the length keywords are reported (and dropped)."""
+        try:
+            return lengths.intersect(language)
+        except UnsupportedSchemaError as e:
+            for keyword in ("minLength", "maxLength"):
+                if keyword in self.schema:
+                    self.issues.unsupported(keyword, self.at(keyword), str(e))
+            return language
 
     def _countable(self, keyword: str, value: int, states: int) -> bool:
         """Whether a count of ``value`` for ``keyword``, unrolling into ``states`` automaton states, is
@@ -364,18 +388,26 @@ class _KeywordReader:
         )
         return False
 
-    def _pattern(self, pattern: object) -> Node:
-        """The AST of an ECMA ``pattern`` (search semantics); raises UnsupportedRegexError for one
-        grammask cannot express or whose largest counted repeat would unroll past the supported bound."""
-        node = parse_pattern(pattern, dialect="ecma", search=True)
+    def _pattern_set(self, pattern: object) -> StringSet:
+        """The strings matching an ECMA ``pattern`` (search semantics); raises UnsupportedRegexError for one
+        grammask cannot express or whose largest counted repeat would unroll past the supported bound (a repeat
+        of single characters amid fixed-length parts is counted beside the lexer state where it can be)."""
+        node = _absorb_padding(parse_pattern(pattern, dialect="ecma", search=True))
         repeat, states = largest_repeat(node)
+        split = split_count(node) if self.reader.count_lengths and states > COUNT_ABOVE else None
+        if split is not None:
+            relaxed, lo, hi = split
+            try:
+                return StringSet.regular(relaxed).cut(lo, hi)
+            except UnsupportedSchemaError:
+                pass
         if repeat is not None and states > MAX_UNROLLED_STATES:
             bounds = f"{repeat.min}," if repeat.max is None else f"{repeat.min},{repeat.max}"
             raise UnsupportedRegexError(
                 f"the counted repeat {{{bounds}}} of {pattern!r} would unroll into about {states} automaton "
                 f"states (at most {MAX_UNROLLED_STATES} are supported)"
             )
-        return node
+        return StringSet.regular(node)
 
     def _format(self) -> StringSet:
         name = self.schema["format"]
@@ -415,7 +447,7 @@ class _KeywordReader:
         patterns = []
         for pattern, sub in schema.get("patternProperties", {}).items():
             try:
-                language = StringSet.regular(self._pattern(pattern))
+                language = self._pattern_set(pattern)
             except UnsupportedRegexError as e:
                 self.issues.unsupported("patternProperties", self.at("patternProperties", pattern), str(e))
                 continue
@@ -564,13 +596,16 @@ class _KeywordReader:
     def _complement(self, shape: Shape, keyword: str, report: bool = True) -> Shape | None:
         """The values the shape rejects, where that is expressible; else None (reported)."""
         strings = StringSet.everything()
-        for s in shape.strings:
-            strings = strings.minus(s)
+        try:
+            for s in shape.strings:
+                strings = strings.minus(s)
+        except UnsupportedSchemaError:
+            strings = None
         arrays = _array_complement(shape.arrays, self.reader)
         objects = _object_complement(shape.objects, self.reader)
-        if arrays is None or objects is None:
+        if arrays is None or objects is None or strings is None:
             if report:
-                self.issues.unsupported(keyword, self.at(keyword), "the complement of this array or object constraint is not expressible")
+                self.issues.unsupported(keyword, self.at(keyword), "the complement of this string, array or object constraint is not expressible")
             return None
         return Shape(
             not shape.null,
@@ -600,7 +635,7 @@ def _object_complement(objects: tuple[ObjectShape, ...], reader: SchemaReader) -
     if len(objects) > 1:
         return None
     (o,) = objects
-    if o.names.kind != "all" or not all(not r.patterns and (r.additional is IMPLICIT or _any_node(r.additional, reader, 2)) for r in o.extras):
+    if not o.names.is_everything() or not all(not r.patterns and (r.additional is IMPLICIT or _any_node(r.additional, reader, 2)) for r in o.extras):
         return None
     out = []
     for name, node in o.props:
@@ -637,3 +672,18 @@ def _object_possible(o: ObjectShape, reader: SchemaReader) -> bool:
         if name in o.required and (node is None or not reader.shape(node).has_values()):
             return False
     return not o.is_unsatisfiable()
+
+
+def _absorb_padding(node: RegexNode) -> RegexNode:
+    """The same search-semantics language with each counted repeat beside the pattern's unanchored padding cut to
+    its minimum: ``X{m,n}.*`` matches just what ``X{m}.*`` does."""
+    if isinstance(node, Alt):
+        return alt(*(_absorb_padding(o) for o in node.options))
+    if not isinstance(node, Concat):
+        return node
+    parts = list(node.parts)
+    for i, part in enumerate(parts):
+        padded = (i > 0 and parts[i - 1] == ANY_STRING) or (i + 1 < len(parts) and parts[i + 1] == ANY_STRING)
+        if padded and isinstance(part, Repeat) and part != ANY_STRING and part.max != part.min:
+            parts[i] = Repeat(part.node, part.min, part.min) if part.min > 1 else concat(*[part.node] * part.min)
+    return concat(*parts)

@@ -17,19 +17,22 @@ from functools import cached_property
 
 from grammask.automata.regex import Alt, Chars, Node, Repeat
 from grammask.automata.utf8 import SCALARS, CodeRanges, difference, normalize
-from grammask.errors import NO_DEADLINE, Deadline
+from grammask.errors import NO_DEADLINE, Deadline, UnsupportedSchemaError
+from grammask.grammar.ir import Count
 from grammask.grammar.json_schema.automaton import (
     CharDFA,
     dfa_from_ast,
     dfa_to_ast,
     is_subset,
     product,
+    raw_product,
 )
 from grammask.grammar.json_schema.digits import (
     fixed_width_ranges,
     hex_digit,
     render_sequences,
 )
+from grammask.grammar.json_schema.lengths import UNROLL_ABOVE, char_free, has_length
 from grammask.grammar.regex_frontend import NOTHING, concat, render_ranges, render_regex
 
 _RAW = difference(normalize([(0x20, 0x21), (0x23, 0x5B), (0x5D, 0x10FFFF)]), ((0xD800, 0xDFFF),))
@@ -85,17 +88,23 @@ ANY_STRING_PATTERN = '"(?:[^"\\\\\\x00-\\x1f]|\\\\["\\\\/bfnrt]|\\\\u' + _group(
 
 
 class StringSet:
-    """A regular set of string values: all strings, one literal string, or a regex AST's language.
+    """A regular set of string values: all strings, one literal string, or a regex AST's language, possibly cut
+    to the strings of ``bounds`` (lo, hi: None for no upper bound) characters.
 
-    Build with :meth:`everything`, :meth:`literal` or :meth:`regular`; combine with
-    :meth:`intersect`, :meth:`minus`; compare with :meth:`is_subset`. Equal sets have equal
-    :attr:`key`.
+    Build with :meth:`everything`, :meth:`literal`, :meth:`regular` or :meth:`length`; combine with
+    :meth:`intersect`, :meth:`minus`; compare with :meth:`is_subset`. A set with ``bounds`` keeps them apart
+    from its (then *free*, :func:`~grammask.grammar.json_schema.lengths.char_free`) language, and its terminal
+    counts the length beside the lexer state (:meth:`count`); a bound on a language that is not free is unrolled
+    into it where that stays small, else :class:`~grammask.errors.UnsupportedSchemaError` is raised. Equal sets
+    built alike have equal :attr:`key`.
     """
 
-    def __init__(self, kind: str, text: str | None = None, node: Node | None = None, dfa: CharDFA | None = None):
+    def __init__(self, kind: str, text: str | None = None, node: Node | None = None, dfa: CharDFA | None = None,
+                 bounds: tuple[int, int | None] | None = None):
         self.kind = kind
         self.text = text
         self._node = node
+        self.bounds = bounds
         if dfa is not None:
             self.__dict__["dfa"] = dfa
 
@@ -123,16 +132,61 @@ class StringSet:
         return cls("regular", node=node, dfa=dfa)
 
     @classmethod
-    def length(cls, min_length: int, max_length: int | None) -> StringSet:
+    def length(cls, min_length: int, max_length: int | None, count: bool = False) -> StringSet:
+        """The strings of ``min_length`` to ``max_length`` characters (None: no upper bound): with ``count``, a bound
+        counted beside the lexer state (:meth:`cut`), else unrolled into the language."""
+        if count:
+            return cls.everything().cut(min_length, max_length)
         if min_length == 0 and max_length is None:
             return cls.everything()
         return cls.regular(Repeat(Chars(SCALARS), min_length, max_length))
+
+    def cut(self, lo: int, hi: int | None) -> StringSet:
+        """The members of ``lo`` to ``hi`` characters (None: no upper bound).
+
+        Raises :class:`~grammask.errors.UnsupportedSchemaError` where the bound can be neither counted (the
+        language is not free) nor unrolled (:data:`~grammask.grammar.json_schema.lengths.UNROLL_ABOVE`).
+        """
+        if self.bounds is not None:
+            lo, hi = max(lo, self.bounds[0]), _min_hi(hi, self.bounds[1])
+        if hi is not None and hi < lo:
+            return StringSet("empty")
+        if self.kind == "empty":
+            return self
+        if self.kind == "literal":
+            return self if lo <= len(self.text) and (hi is None or len(self.text) <= hi) else StringSet("empty")
+        base = self.relaxed()
+        if base.kind == "regular" and not has_length(base.dfa, lo, hi):
+            return StringSet("empty")
+        if (lo, hi) == (0, None) or (base.kind == "regular" and _within(base.dfa, lo, hi)):
+            return base
+        if base.kind == "all" or char_free(base.dfa):
+            return StringSet(base.kind, node=base._node, dfa=base.__dict__.get("dfa"), bounds=(lo, hi))
+        states = base.dfa.n_states * ((lo if hi is None else hi) + 1)
+        if states > UNROLL_ABOVE:
+            raise UnsupportedSchemaError(
+                f"a length bound of {lo}..{'' if hi is None else hi} characters on a string language whose length "
+                f"cannot be counted beside the lexer state (a format or pattern with a fixed structure) would unroll "
+                f"into about {states} automaton states (at most {UNROLL_ABOVE} are supported)"
+            )
+        return base.intersect(StringSet.regular(Repeat(Chars(SCALARS), lo, hi)))
+
+    def relaxed(self) -> StringSet:
+        """The set without its length bound."""
+        if self.bounds is None:
+            return self
+        return StringSet(self.kind, node=self._node, dfa=self.__dict__.get("dfa"))
+
+    def count(self) -> Count | None:
+        """The bound its terminal counts beside the lexer state, or None."""
+        return None if self.bounds is None else Count(*self.bounds, unit="json")
 
     def is_empty(self) -> bool:
         return self.kind == "empty"
 
     @property
     def node(self) -> Node:
+        """The language's AST (without the length bound of a counted set)."""
         if self.kind == "all":
             return Repeat(Chars(SCALARS), 0, None)
         if self.kind == "literal":
@@ -145,66 +199,107 @@ class StringSet:
 
     @cached_property
     def dfa(self) -> CharDFA:
+        """The language's automaton (without the length bound of a counted set)."""
         return dfa_from_ast(self.node)
 
     @cached_property
     def key(self) -> tuple:
         if self.kind in ("all", "empty"):
-            return (self.kind,)
-        if self.kind == "literal":
-            return ("literal", self.text)
-        return ("regular", self.dfa.key)
+            base = (self.kind,)
+        elif self.kind == "literal":
+            base = ("literal", self.text)
+        else:
+            base = ("regular", self.dfa.key)
+        if self.bounds is None:
+            return base
+        lo, hi = self.bounds
+        return (*base, "length", lo, -1 if hi is None else hi)  # keys are sorted: no None in them
 
     def contains(self, text: str) -> bool:
+        if self.bounds is not None and not _in_bounds(len(text), self.bounds):
+            return False
         if self.kind in ("all", "empty"):
             return self.kind == "all"
         if self.kind == "literal":
             return text == self.text
         return self.dfa.accepts(text)
 
+    def is_everything(self) -> bool:
+        """Whether the set holds every string."""
+        return self.kind == "all" and self.bounds is None
+
     def intersect(self, other: StringSet) -> StringSet:
-        if self.kind == "all" or other.kind == "empty":
+        """The members of both (UnsupportedSchemaError as :meth:`cut`)."""
+        if self.is_everything() or other.kind == "empty":
             return other
-        if other.kind == "all" or self.kind == "empty":
+        if other.is_everything() or self.kind == "empty":
             return self
         if self.kind == "literal":
             return self if other.contains(self.text) else StringSet("empty")
         if other.kind == "literal":
             return other if self.contains(other.text) else StringSet("empty")
-        return StringSet._from_dfa(product(self.dfa, other.dfa, "and"))
+        a, b = self.relaxed(), other.relaxed()
+        if a.kind == "all":
+            both = b
+        elif b.kind == "all":
+            both = a
+        else:
+            both = StringSet._from_dfa(product(a.dfa, b.dfa, "and"))
+        lo, hi = _meet(self.bounds, other.bounds)
+        return both.cut(lo, hi)
 
     def minus(self, other: StringSet) -> StringSet:
-        """The members not in ``other`` (strings with lone surrogates are dropped from a complement)."""
-        if other.kind == "all" or self.kind == "empty":
+        """The members not in ``other`` (strings with lone surrogates are dropped from a complement; raises
+        UnsupportedSchemaError as :meth:`cut` where a length bound would have to be unrolled too far)."""
+        if other.is_everything() or self.kind == "empty":
             return StringSet("empty")
         if other.kind == "empty":
             return self
         if self.kind == "literal":
             return StringSet("empty") if other.contains(self.text) else self
-        return StringSet._from_dfa(product(self.dfa, other.dfa, "minus"))
+        if other.bounds is not None:
+            outside = _outside(self.bounds or (0, None), other.bounds)
+            if self.relaxed().is_subset(other.relaxed()) and len(outside) <= 1:
+                return self.relaxed().cut(*outside[0]) if outside else StringSet("empty")
+            lo, hi = other.bounds
+            other = other.relaxed().intersect(_unrolled_length(lo, hi, other.relaxed().dfa.n_states))
+        if self.kind == "all":
+            base = StringSet._from_dfa(product(self.relaxed().dfa, other.dfa, "minus"))
+        else:
+            base = StringSet._from_dfa(product(self.dfa, other.dfa, "minus"))
+        return base if self.bounds is None else base.cut(*self.bounds)
 
     def is_subset(self, other: StringSet) -> bool:
-        if self.kind == "empty" or other.kind == "all":
+        if self.kind == "empty" or other.is_everything():
             return True
-        if self.kind == "all":
+        if self.kind == "all" and self.bounds is None:
             return False
         if self.kind == "literal":
             return other.contains(self.text)
         if other.kind in ("literal", "empty"):
             return False
-        return is_subset(self.dfa, other.dfa)
+        if self.bounds is None and other.bounds is None:
+            return is_subset(self.dfa, other.dfa)
+        mine = self.bounds or (0, None)
+        if has_length(raw_product(self.dfa, other.dfa, "minus"), *mine):
+            return False
+        if other.bounds is None:
+            return True
+        both = raw_product(self.dfa, other.dfa, "and")
+        return not any(has_length(both, lo, hi) for lo, hi in _outside(mine, other.bounds))
 
     def overlaps(self, other: StringSet) -> bool:
         return not self.intersect(other).is_empty()
 
     def lexeme(self, deadline: Deadline = NO_DEADLINE) -> tuple[str, str | None]:
-        """The JSON-literal regex of the set and, when the set has one spelling only, that spelling.
+        """The JSON-literal regex of the set and, when the set has one spelling only, that spelling (without the
+        length bound of a counted set: see :meth:`count`).
 
         Raises :class:`~grammask.errors.CompileTimeoutError` once ``deadline`` has passed while the
         set's automaton is turned into a regex.
         """
         if self.kind == "all":
-            return ANY_STRING_PATTERN, None
+            return (ANY_STRING_PATTERN, None) if self.bounds is None else (COUNTED_STRING_PATTERN, None)
         if self.kind == "literal" and all(0x20 <= ord(c) <= 0x7E and c != "/" for c in self.text):
             spelled = json.dumps(self.text)
             return re.escape(spelled), spelled
@@ -217,5 +312,54 @@ class StringSet:
     def describe(self) -> str:
         if self.kind == "literal":
             return json.dumps(self.text)
+        if self.bounds is not None:
+            lo, hi = self.bounds
+            return f"{self.kind} of {lo}..{'' if hi is None else hi} characters"
         return self.kind
 
+
+COUNTED_STRING_PATTERN = '"' + json_char_atom(SCALARS) + '*"'
+"""Any string whose characters are counted: surrogates only in pairs, so that every character is one unit."""
+
+
+def _in_bounds(n: int, bounds: tuple[int, int | None]) -> bool:
+    return bounds[0] <= n and (bounds[1] is None or n <= bounds[1])
+
+
+def _min_hi(a: int | None, b: int | None) -> int | None:
+    return b if a is None else a if b is None else min(a, b)
+
+
+def _meet(a: tuple[int, int | None] | None, b: tuple[int, int | None] | None) -> tuple[int, int | None]:
+    a, b = a or (0, None), b or (0, None)
+    return max(a[0], b[0]), _min_hi(a[1], b[1])
+
+
+def _outside(mine: tuple[int, int | None], theirs: tuple[int, int | None]) -> list[tuple[int, int | None]]:
+    """The parts of length range ``mine`` outside ``theirs`` (0 to 2 ranges)."""
+    lo, hi = mine
+    out = []
+    if theirs[0] > lo:
+        out.append((lo, theirs[0] - 1 if hi is None else min(hi, theirs[0] - 1)))
+    if theirs[1] is not None and (hi is None or hi > theirs[1]):
+        out.append((max(lo, theirs[1] + 1), hi))
+    return [(a, b) for a, b in out if b is None or a <= b]
+
+
+def _within(dfa: CharDFA, lo: int, hi: int | None) -> bool:
+    """Whether every string of the language has ``lo`` to ``hi`` characters."""
+    if lo > 0 and has_length(dfa, 0, lo - 1):
+        return False
+    return hi is None or not has_length(dfa, hi + 1, None)
+
+
+def _unrolled_length(lo: int, hi: int | None, states: int) -> StringSet:
+    """The strings of ``lo`` to ``hi`` characters as a plain regular set, to be combined with a language of
+    ``states`` states (UnsupportedSchemaError past :data:`~grammask.grammar.json_schema.lengths.UNROLL_ABOVE`)."""
+    size = states * ((lo if hi is None else hi) + 1)
+    if size > UNROLL_ABOVE:
+        raise UnsupportedSchemaError(
+            f"the complement of a length bound of {lo}..{'' if hi is None else hi} characters would unroll into about "
+            f"{size} automaton states (at most {UNROLL_ABOVE} are supported)"
+        )
+    return StringSet.regular(Repeat(Chars(SCALARS), lo, hi))
