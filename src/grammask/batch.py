@@ -40,7 +40,7 @@ _ROW, _LEX, _PAIR, _EOS, _STATES_A, _STATES_B, _UNKNOWN, _INDEX = range(8)
 
 @nb.njit(cache=True, nogil=True)
 def _fill_rows(bitmask, plan, states, unknown, n_unknown, pair_mask, pair_marks, masks, marks_ptr, marks,
-               state_ptr, state_class, state_lcp, state_dep, action, goto, rule_len, rule_lhs, seq_ptr, seq_terms,
+               state_span, state_class, state_lcp, state_dep, action, goto, rule_len, rule_lhs, seq_ptr, seq_terms,
                class_follow, follow_ptr, follow_terms, follow_any, word_ptr, words, bits, eos_words, eos_bits):
     """Fill ``bitmask[plan[i, _ROW]]`` for every plan row ``i``: the pair's mask, its marked classes the
     stack accepts (:func:`add_marked_classes`), EOS; ``n_unknown[plan[i, _INDEX]]`` = classes left undecided."""
@@ -55,7 +55,7 @@ def _fill_rows(bitmask, plan, states, unknown, n_unknown, pair_mask, pair_marks,
             a, b = plan[i, _STATES_A], plan[i, _STATES_B]
             if b > a:
                 q = plan[i, _LEX]
-                s0, s1 = state_ptr[q], state_ptr[q + 1]
+                s0, s1 = state_span[q, 0], state_span[q, 1]
                 m = pair_marks[pair]
                 u = plan[i, _UNKNOWN]
                 n = add_marked_classes(
@@ -110,7 +110,7 @@ class _Group:
             self.matchers.append(m)
             return
         view = self.view
-        pair = view.pair_index[q][stack[0]]
+        pair = view.pairs(q)[stack[0]]
         if pair < 0:
             raise MatcherStateError(f"internal error: no mask table for lexer state {q} with LR state {stack[0]}")
         if view.pair_has_marks[pair]:

@@ -60,24 +60,38 @@ class DiskCache:
         A missing, corrupt or stale file is rebuilt and one that cannot be written is skipped, each with a
         warning (no :class:`CacheError` leaves); what ``build`` raises propagates.
         """
+        found = self.get(key, kind, decode)
+        if found is not None:
+            return found, True
+        value = build()
+        if self.folder is not None:
+            self.put(key, kind, *encode(value))
+        return value, False
+
+    def get(self, key: str, kind: str, decode: Callable[[dict[str, np.ndarray], dict], T]) -> T | None:
+        """The value cached for ``key`` and ``kind``, or None (a corrupt or stale file is reported in the log and
+        ignored; ``decode`` may raise KeyError or TypeError for a file that lacks a field)."""
         path = self.path(key, kind)
         if path is not None and path.exists():
             try:
                 arrays, meta = load_arrays(path, f"{kind}:{key}")
                 try:
-                    return decode(arrays, meta), True
+                    return decode(arrays, meta)
                 except (KeyError, TypeError) as e:
                     raise CacheError(f"cache file {path} lacks a field ({e})") from None
             except CacheError as e:
                 log.warning("grammask: %s; rebuilding it", e)
-        value = build()
+        return None
+
+    def put(self, key: str, kind: str, arrays: dict[str, np.ndarray], meta: dict) -> None:
+        """Store arrays and metadata for ``key`` and ``kind`` (a file that cannot be written is reported in the
+        log and skipped)."""
+        path = self.path(key, kind)
         if path is not None:
-            arrays, meta = encode(value)
             try:
                 save_arrays(path, arrays, {**meta, "key": f"{kind}:{key}"})
             except OSError as e:
                 log.warning("grammask: could not write the cache file %s (%s)", path, e)
-        return value, False
 
     def clear(self) -> int:
         """Delete every cache file in the folder; the number deleted."""

@@ -7,7 +7,9 @@ keeps the tables it is made of (:class:`~grammask.engine.Engine`) to itself. Com
 
 from __future__ import annotations
 
+import dataclasses
 import threading
+import time
 import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -29,7 +31,9 @@ from grammask.errors import (
     BudgetUnsupportedError,
     CanonicalError,
     ConfigurationError,
+    Deadline,
     VocabularyError,
+    check_timeout,
 )
 from grammask.grammar.ir import Grammar
 from grammask.matcher import Matcher
@@ -38,7 +42,11 @@ from grammask.vocab import Vocabulary
 
 @dataclass(frozen=True)
 class CompileStats:
-    """What compilation did and how long it took (seconds; ``from_cache``: read from the disk cache)."""
+    """What compilation did and how long it took (seconds; ``from_cache``: read from the disk cache).
+
+    ``complete``: whether every table is built; a lazy compile (``Compiler(lazy=True)``) counts the tables
+    built so far (``reachable_lexer_states``: the lexer states built) until :meth:`CompiledGrammar.complete`.
+    """
 
     seconds: float
     lexer_states: int
@@ -49,6 +57,15 @@ class CompileStats:
     depends_classes: int
     from_cache: bool = False
     phases: dict = field(default_factory=dict)
+    complete: bool = True
+
+
+def encode_compiled(engine: Engine, stats: CompileStats) -> tuple[dict, dict]:
+    """A compiled grammar's tables and statistics as the disk cache stores them (its tables all built first)."""
+    arrays, meta = engine.to_arrays()
+    meta["stats"] = {k: v for k, v in stats.__dict__.items() if k not in ("seconds", "from_cache", "phases", "complete")}
+    meta["stats"].update(engine.masks.counts())
+    return arrays, meta
 
 
 class CompiledGrammar:
@@ -56,13 +73,14 @@ class CompiledGrammar:
 
     def __init__(
         self, grammar: Grammar, engine: Engine, stats: CompileStats, disk: DiskCache, key: str,
-        relation_of: Callable[[], CanonicalRelation] | None = None,
+        relation_of: Callable[[], CanonicalRelation] | None = None, timeout: float | None = None,
     ):
         self.grammar = grammar
         self.stats = stats
         self._engine = engine
         self._disk = disk
         self._key = key
+        self._timeout = timeout
         self._budget: BudgetRuntime | None = None
         self._budget_lock = threading.Lock()
         self._relation_of = relation_of or (lambda: build_relation(engine.vocab))
@@ -153,9 +171,31 @@ class CompiledGrammar:
                           f"output may be cut at {max_tokens} tokens (no token budget: {e})", stacklevel=2)
             return Matcher(self)
 
+    def complete(self, timeout: float | None = None) -> CompiledGrammar:
+        """Build every table now (a lazy compile builds each lexer state's tables when a matcher first reaches it),
+        write them to the compiler's disk cache, and update :attr:`stats`; returns this grammar.
+
+        ``timeout``: the seconds it may take (None: the compiler's timeout). Nothing to do for a grammar
+        compiled whole. Raises :class:`~grammask.errors.CompileTimeoutError` when the time is up (what is
+        built stays built: a later call goes on from there) and
+        :class:`~grammask.errors.ConfigurationError` for a timeout that is not a positive number.
+        """
+        tables = self._engine.masks
+        if tables.complete:
+            return self
+        seconds = self._timeout if timeout is None else check_timeout(timeout)
+        start = time.perf_counter()
+        tables.complete_all(Deadline(seconds, self.grammar.name))
+        phases = {**self.stats.phases, "complete": time.perf_counter() - start}
+        self.stats = dataclasses.replace(self.stats, seconds=self.stats.seconds + phases["complete"], phases=phases,
+                                         complete=True, **tables.counts())
+        self._disk.put(self._key, "", *encode_compiled(self._engine, self.stats))
+        return self
+
     def with_grammar(self, grammar: Grammar) -> CompiledGrammar:
         """The same tables under another grammar object of the same language (its name and notes)."""
-        twin = CompiledGrammar(grammar, self._engine, self.stats, self._disk, self._key, self._relation_of)
+        twin = CompiledGrammar(grammar, self._engine, self.stats, self._disk, self._key, self._relation_of,
+                               self._timeout)
         twin._budget = self._budget
         twin._product = self._product
         twin._forced = self._forced

@@ -18,13 +18,13 @@ from pathlib import Path
 
 from grammask.cache import DiskCache
 from grammask.canonical import CanonicalRelation, build_relation
-from grammask.compiled import CompiledGrammar, CompileStats
+from grammask.compiled import CompiledGrammar, CompileStats, encode_compiled
 from grammask.engine import Engine
-from grammask.errors import ConfigurationError, Deadline
+from grammask.errors import ConfigurationError, Deadline, check_timeout
 from grammask.fetch import cache_dir
 from grammask.grammar.ir import Grammar
 from grammask.mask_tables import FORMAT_VERSION, build_front, build_mask_tables
-from grammask.spanner import VocabTrie
+from grammask.spanner import TrieWalkPool, VocabTrie
 from grammask.vocab import Vocabulary
 
 
@@ -35,17 +35,21 @@ class Compiler:
     ``~/.cache/grammask``), a path in that directory, False on no disk. ``max_memory``: how many
     compiled grammars stay in memory (least recently used first out). ``threads``: workers of
     :meth:`submit`. ``timeout``: the seconds a compile may take (None: no limit), unless
-    :meth:`compile` is given its own. Thread-safe. Raises :class:`~grammask.errors.ConfigurationError`
-    for a bad argument.
+    :meth:`compile` is given its own. ``lazy``: compile only what the first mask needs (the lexer, the
+    parse tables and the start state's masks) and build each other lexer state's masks when a matcher
+    first reaches it, as a server answering a new schema per request wants; such a grammar is written to
+    the disk cache once :meth:`CompiledGrammar.complete` has built the rest. Thread-safe. Raises
+    :class:`~grammask.errors.ConfigurationError` for a bad argument.
     """
 
     def __init__(
         self, vocab: Vocabulary, *, cache: bool | str | Path = True, max_memory: int = 64, threads: int = 1,
-        timeout: float | None = None,
+        timeout: float | None = None, lazy: bool = False,
     ):
         if max_memory < 0 or threads < 1:
             raise ConfigurationError(f"max_memory must be >= 0 and threads >= 1, not {max_memory} and {threads}")
-        self.timeout = _check_timeout(timeout)
+        self.timeout = check_timeout(timeout)
+        self.lazy = bool(lazy)
         self.vocab = vocab
         self._disk = DiskCache(_cache_folder(cache))
         self._max_memory = max_memory
@@ -66,7 +70,7 @@ class Compiler:
         the long loops, so it comes a little after), :class:`~grammask.errors.ConfigurationError`
         for a timeout that is not a positive number.
         """
-        seconds = self.timeout if timeout is None else _check_timeout(timeout)
+        seconds = self.timeout if timeout is None else check_timeout(timeout)
         key = self._key(grammar)
         with self._lock:
             hit = self._memory.get(key)
@@ -75,17 +79,18 @@ class Compiler:
         if hit is not None:
             return hit if hit.grammar.notes == grammar.notes else hit.with_grammar(grammar)
         start = time.perf_counter()
-        built_stats: list[CompileStats] = []
 
         def build() -> tuple[Engine, CompileStats]:
-            engine, stats = self._build(grammar, Deadline(seconds, grammar.name))
-            built_stats.append(stats)
-            return engine, stats
+            return self._build(grammar, Deadline(seconds, grammar.name))
 
-        (engine, stats), from_disk = self._disk.get_or_build(key, "", build, _encode, self._decode)
+        if self.lazy:
+            found = self._disk.get(key, "", self._decode)
+            (engine, stats), from_disk = (build(), False) if found is None else (found, True)
+        else:
+            (engine, stats), from_disk = self._disk.get_or_build(key, "", build, _encode, self._decode)
         if from_disk:
             stats = CompileStats(**{**stats.__dict__, "seconds": time.perf_counter() - start, "from_cache": True})
-        compiled = CompiledGrammar(grammar, engine, stats, self._disk, key, self._relation)
+        compiled = CompiledGrammar(grammar, engine, stats, self._disk, key, self._relation, self.timeout)
         with self._lock:
             self._memory[key] = compiled
             while len(self._memory) > self._max_memory:
@@ -124,18 +129,16 @@ class Compiler:
         front = build_front(grammar, deadline)
         lexer = front.lexer
         t_front = time.perf_counter() - start
-        trie = self.trie()
+        walks = self._trie.walks()
         t_trie = time.perf_counter() - start - t_front
-        masks, tables, indent, phases = build_mask_tables(front, self.vocab, trie, deadline)
+        masks, tables, indent, phases = build_mask_tables(front, self.vocab, walks, deadline, lazy=self.lazy)
         stats = CompileStats(
             seconds=time.perf_counter() - start,
             lexer_states=lexer.n_states,
-            reachable_lexer_states=int(phases.pop("reachable_states")),
             parser_states=tables.n_states,
-            pairs=len(masks.pair_mask),
-            masks=len(masks.masks),
-            depends_classes=len(masks.dep_word_ptr) - 1,
             phases=dict(front=t_front, trie=t_trie, **phases),
+            complete=masks.complete,
+            **masks.counts(),
         )
         return Engine(lexer, tables, front.parser_term, masks, self.vocab, self._trie, indent), stats
 
@@ -145,12 +148,13 @@ class Compiler:
 
 
 class _LazyTrie:
-    """A vocabulary's byte trie, built on the first call (thread-safe); compiled grammars hold this,
-    not the compiler, so they do not keep its memory cache alive."""
+    """A vocabulary's byte trie and the scratch of walks over it, built on the first call (thread-safe);
+    compiled grammars hold this, not the compiler, so they do not keep its memory cache alive."""
 
     def __init__(self, vocab: Vocabulary):
         self._vocab = vocab
         self._trie: VocabTrie | None = None
+        self._walks: TrieWalkPool | None = None
         self._lock = threading.Lock()
 
     def __call__(self) -> VocabTrie:
@@ -158,6 +162,14 @@ class _LazyTrie:
             if self._trie is None:
                 self._trie = VocabTrie.from_vocab(self._vocab)
             return self._trie
+
+    def walks(self) -> TrieWalkPool:
+        """The scratch pool of walks over the trie, shared by the grammars of this vocabulary."""
+        trie = self()
+        with self._lock:
+            if self._walks is None:
+                self._walks = TrieWalkPool(trie)
+            return self._walks
 
 
 class _LazyRelation:
@@ -178,17 +190,7 @@ class _LazyRelation:
 
 
 def _encode(value: tuple[Engine, CompileStats]) -> tuple[dict, dict]:
-    engine, stats = value
-    arrays, meta = engine.to_arrays()
-    meta["stats"] = {k: v for k, v in stats.__dict__.items() if k not in ("seconds", "from_cache", "phases")}
-    return arrays, meta
-
-
-def _check_timeout(timeout: float | None) -> float | None:
-    """``timeout`` if it is None or a positive number of seconds; raises ConfigurationError otherwise."""
-    if timeout is not None and (isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not timeout > 0):
-        raise ConfigurationError(f"timeout must be a positive number of seconds or None, not {timeout!r}")
-    return timeout
+    return encode_compiled(*value)
 
 
 def _cache_folder(cache: bool | str | Path) -> Path | None:

@@ -7,8 +7,6 @@ encoding as plain arrays plus JSON metadata for the disk cache (:mod:`grammask.c
 
 from __future__ import annotations
 
-import dataclasses
-import itertools
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -80,7 +78,7 @@ class Engine:
         return MatcherView(self)
 
     def to_arrays(self) -> tuple[dict[str, np.ndarray], dict]:
-        """The tables as named arrays and JSON-able metadata (see :meth:`from_arrays`)."""
+        """The tables as named arrays and JSON-able metadata (see :meth:`from_arrays`), all built first."""
         arrays = {f"lexer.{f}": getattr(self.lexer, f) for f in _LEXER_FIELDS}
         for f in _LEXER_OPTIONAL:
             if getattr(self.lexer, f) is not None:
@@ -88,7 +86,8 @@ class Engine:
         if self.lexer.counter is not None:
             arrays.update({f"lexer.counter.{f}": getattr(self.lexer.counter, f) for f in CountTables.FIELDS})
         arrays.update({f"tables.{f}": getattr(self.parse, f) for f in _TABLE_ARRAYS})
-        arrays.update({f"masks.{f.name}": getattr(self.masks, f.name) for f in dataclasses.fields(MaskTables)})
+        self.masks.complete_all()
+        arrays.update({f"masks.{f}": a for f, a in self.masks.arrays().items()})
         arrays["parser_term"] = self.parser_term
         meta = {
             "lexer_terminals": list(self.lexer.terminals),
@@ -127,30 +126,29 @@ class Engine:
             accept_state=int(meta["accept_state"]),
             **{f: arrays[f"tables.{f}"] for f in _TABLE_ARRAYS},
         )
-        masks = MaskTables(**{f.name: arrays[f"masks.{f.name}"] for f in dataclasses.fields(MaskTables)})
+        masks = MaskTables.from_arrays({f[len("masks."):]: a for f, a in arrays.items() if f.startswith("masks.")})
         indent = None if meta.get("indent") is None else IndentSpec.from_json(meta["indent"])
         return cls(lexer, parse, arrays["parser_term"], masks, vocab, trie_of, indent)
 
 
 class MatcherView:
-    """An engine's tables in the shapes the matcher reads on every step."""
+    """An engine's tables in the shapes the matcher reads on every step.
+
+    A lexer state's rows are taken in on first use (:meth:`pairs`, which builds the state first where the
+    tables are built lazily): ``pair_index[q]`` stays None until then and is set last, so a thread that
+    finds it set finds everything it points to.
+    """
 
     def __init__(self, engine: Engine):
         t = engine.masks
         tables = engine.parse
         self.lr = (tables.action, tables.goto, tables.rule_len, tables.rule_lhs)
-        self.pair_index = t.pair_index.tolist()
-        self.pair_mask = t.pair_mask.tolist()
-        self.masks = t.masks
-        mptr = t.marks_ptr.tolist()
-        self.pair_marks = [t.marks[mptr[m] : mptr[m + 1]] for m in t.pair_marks.tolist()]
-        sptr = t.state_ptr.tolist()
-        self.state_classes = [
-            (t.state_class[a:b], t.state_lcp[a:b], t.state_dep[a:b]) for a, b in itertools.pairwise(sptr)
-        ]
-        self.class_tables = (t.class_seq_ptr, t.class_seq_terms, t.class_follow, t.follow_ptr, t.follow_terms,
-                             t.follow_any)
-        self.dep_bits = (t.dep_word_ptr, t.dep_words, t.dep_bits)
+        n_states = t.pair_index.shape[0]
+        self.pair_index: list[list[int] | None] = [None] * n_states
+        self.state_classes: list[tuple[np.ndarray, np.ndarray, np.ndarray] | None] = [None] * n_states
+        self.pair_mask: list[int] = []
+        self.pair_marks: list[np.ndarray | None] = []
+        self.pair_has_marks: list[bool] = []
         fptr, fterms = t.follow_ptr.tolist(), t.follow_terms.tolist()
         self.follow = [(tuple(fterms[fptr[f] : fptr[f + 1]]), bool(a)) for f, a in enumerate(t.follow_any.tolist())]
         self.state_follow = [self.follow[f] for f in t.state_follow.tolist()]
@@ -161,17 +159,61 @@ class MatcherView:
         self.eos_words = eos // 32
         self.eos_bits = np.left_shift(1, eos % 32).astype(np.uint32).view(np.int32)
         self.n_words = t.masks.shape[1]
-        self.pair_has_marks = [bool(m.any()) for m in self.pair_marks]
-        self.fill_args = (t.pair_mask, t.pair_marks, t.masks, t.marks_ptr, t.marks, t.state_ptr, t.state_class,
-                          t.state_lcp, t.state_dep, *self.lr, *self.class_tables, *self.dep_bits, self.eos_words,
-                          self.eos_bits)
+        with t.lock:
+            self._arrays()
+
+    def pairs(self, q: int) -> list[int]:
+        """Lexer state ``q``'s pair per LR state (-1: none), the state's tables built first if need be."""
+        row = self.pair_index[q]
+        if row is None:
+            with self._tables.lock:
+                row = self.pair_index[q]
+                if row is None:
+                    self._tables.ensure(q)
+                    row = self._take(q)
+        return row
+
+    def _arrays(self) -> dict[str, np.ndarray]:
+        """The growing tables' current arrays, also kept as the tuples the kernels take (the caller holds the lock)."""
+        t = self._tables
+        g = {name: grown.data for name, grown in t.grow.items()}
+        self.masks = g["masks"]
+        self.class_tables = (g["class_seq_ptr"], g["class_seq_terms"], g["class_follow"], t.follow_ptr,
+                             t.follow_terms, t.follow_any)
+        self.dep_bits = (g["dep_word_ptr"], g["dep_words"], g["dep_bits"])
+        self.fill_args = (g["pair_mask"], g["pair_marks"], g["masks"], g["marks_ptr"], g["marks"], t.state_span,
+                          g["state_class"], g["state_lcp"], g["state_dep"], *self.lr, *self.class_tables,
+                          *self.dep_bits, self.eos_words, self.eos_bits)
         """The tables as :func:`grammask.batch.fill_masks`'s kernel takes them."""
+        return g
+
+    def _take(self, q: int) -> list[int]:
+        """Take in built state ``q``: its classes and its pairs' masks and marks (the caller holds the lock)."""
+        t = self._tables
+        g = self._arrays()
+        a, b = t.state_span[q].tolist()
+        self.state_classes[q] = (g["state_class"][a:b], g["state_lcp"][a:b], g["state_dep"][a:b])
+        more = len(t.grow["pair_mask"]) - len(self.pair_mask)
+        self.pair_mask.extend([0] * more)
+        self.pair_marks.extend([None] * more)
+        self.pair_has_marks.extend([False] * more)
+        ids = t.pair_index[q]
+        pairs = ids[ids >= 0]
+        for pair, mask, m in zip(pairs.tolist(), g["pair_mask"][pairs].tolist(), g["pair_marks"][pairs].tolist(),
+                                 strict=True):
+            marks = g["marks"][g["marks_ptr"][m] : g["marks_ptr"][m + 1]]
+            self.pair_mask[pair] = mask
+            self.pair_marks[pair] = marks
+            self.pair_has_marks[pair] = bool(marks.any())
+        row = ids.tolist()
+        self.pair_index[q] = row
+        return row
 
     def class_python(self, c: int) -> tuple[tuple[int, ...], tuple[tuple[int, ...], bool]]:
         """Class ``c`` as (terminal sequence, (follow terminals, follow any)), for the Python fallback."""
-        t = self._tables
-        seq = tuple(t.class_seq_terms[t.class_seq_ptr[c] : t.class_seq_ptr[c + 1]].tolist())
-        return seq, self.follow[int(t.class_follow[c])]
+        seq_ptr, seq_terms, follow = self.class_tables[:3]
+        seq = tuple(seq_terms[seq_ptr[c] : seq_ptr[c + 1]].tolist())
+        return seq, self.follow[int(follow[c])]
 
     def state_python(self, q: int) -> list[tuple[tuple[int, ...], tuple[tuple[int, ...], bool], int]]:
         """Lexer state ``q``'s classes as (terminal sequence, follow, dependent class list), for the Python
@@ -206,6 +248,5 @@ class MatcherView:
 
     def dep_words(self, d: int) -> tuple[np.ndarray, np.ndarray]:
         """The bitmask words and bits of the tokens of dependent class list ``d``."""
-        t = self._tables
-        a, b = t.dep_word_ptr[d], t.dep_word_ptr[d + 1]
-        return t.dep_words[a:b], t.dep_bits[a:b]
+        ptr, words, bits = self.dep_bits
+        return words[ptr[d] : ptr[d + 1]], bits[ptr[d] : ptr[d + 1]]

@@ -157,5 +157,12 @@ class Deadline:
             raise CompileTimeoutError(self.grammar, phase, self.seconds or 0.0)
 
 
+def check_timeout(timeout: float | None) -> float | None:
+    """``timeout`` if it is None or a positive number of seconds; raises ConfigurationError otherwise."""
+    if timeout is not None and (isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not timeout > 0):
+        raise ConfigurationError(f"timeout must be a positive number of seconds or None, not {timeout!r}")
+    return timeout
+
+
 NO_DEADLINE = Deadline(None)
 """The deadline that never passes (the default of every function that takes one)."""

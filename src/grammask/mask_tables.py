@@ -12,9 +12,9 @@ list, checked against the real stack at decoding time; NEVER classes are dropped
 from __future__ import annotations
 
 import dataclasses
+import threading
 import time
 import warnings
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, NamedTuple
 
 import numpy as np
@@ -23,79 +23,135 @@ from grammask.automata.contextual import contextual_lexer
 from grammask.automata.counted import CountTables
 from grammask.automata.lexer import LexerAutomaton, build_lexer
 from grammask.bitmask import bitmask_words
-from grammask.classes import ClassTable, ClassTokens, StateClasses, group_walk
+from grammask.classes import (
+    NO_EXCLUSION,
+    ClassGroups,
+    ClassIndex,
+    ClassTokens,
+    StateClasses,
+    StateTokens,
+    group_walk,
+    token_row,
+)
 from grammask.contextual_walk import MAX_ALIASES, Superpositions, walk_contextual
 from grammask.errors import ConfigurationError, UnsupportedRegexError
 from grammask.grammar.ir import Grammar
+from grammask.growing import Growing
 from grammask.indentation import IndentSpec, byte_widths
 from grammask.parser.kernels import (
     ALWAYS,
     UNKNOWN,
-    check_classes,
+    check_classes_on_tops,
     classify_classes,
     exposed_states,
-    mask_from_classes,
 )
 from grammask.parser.tables import ERROR, ParseTables, build_parse_tables
-from grammask.spanner import (
-    NewlineWidths,
-    SequenceTable,
-    TrieWalk,
-    VocabTrie,
-    walk_alive,
-)
+from grammask.spanner import NewlineWidths, SequenceTable, TrieWalkPool, walk_alive
 
 if TYPE_CHECKING:
     from grammask.errors import Deadline
     from grammask.vocab import Vocabulary
 
-FORMAT_VERSION = 5
+FORMAT_VERSION = 6
+
+_GROWING = ("pair_mask", "pair_marks", "masks", "marks_ptr", "marks", "state_class", "state_lcp", "state_dep",
+            "dep_word_ptr", "dep_words", "dep_bits", "class_seq_ptr", "class_seq_terms", "class_follow")
+_FIXED = ("pair_index", "state_span", "built", "follow_ptr", "follow_terms", "follow_any", "state_follow")
 
 
-@dataclass(frozen=True)
 class MaskTables:
-    """Everything the online matcher reads, as flat arrays (this is what the disk cache stores).
+    """Everything the online matcher reads, as flat arrays, built per lexer state on first use or all at once.
 
-    *Classes* are (emitted terminal sequence, follow set) pairs, numbered in sorted sequence
-    order: class ``c`` emits ``class_seq_terms[class_seq_ptr[c]:class_seq_ptr[c+1]]`` and then
-    needs a terminal of follow set ``class_follow[c]``, which is
-    ``follow_terms[follow_ptr[f]:follow_ptr[f+1]]``, or anything when ``follow_any[f]``.
+    *Classes* are (emitted terminal sequence, follow set) pairs: class ``c`` emits
+    ``class_seq_terms[class_seq_ptr[c]:class_seq_ptr[c+1]]`` and then needs a terminal of follow set
+    ``class_follow[c]``, which is ``follow_terms[follow_ptr[f]:follow_ptr[f+1]]``, or anything when ``follow_any[f]``.
 
-    Lexer state ``q`` sorts its tokens into the classes ``state_class[state_ptr[q]:state_ptr[q+1]]``
-    (in class order; ``state_lcp`` is the sequence prefix each shares with the one before).
+    Lexer state ``q`` sorts its tokens into the classes ``state_class[a:b]`` for ``a, b = state_span[q]``
+    (in sorted order of their sequences; ``state_lcp`` is the sequence prefix each shares with the one before).
     ``pair_index[q, p]`` is the row of (lexer state ``q``, LR state ``p``) in the pair arrays, or
     -1 for pairs no decoding reaches. A pair has a precomputed mask ``masks[pair_mask[i]]``
     (its ALWAYS classes) and a bitset over ``q``'s classes marking the ones that depend on the
     stack, ``marks[marks_ptr[m]:marks_ptr[m+1]]`` for ``m = pair_marks[i]``. The tokens of a
     marked class ``k`` of ``q`` are the bitmask words and bits
-    ``dep_words/dep_bits[dep_word_ptr[d]:dep_word_ptr[d+1]]`` of ``d = state_dep[state_ptr[q] + k]``.
+    ``dep_words/dep_bits[dep_word_ptr[d]:dep_word_ptr[d+1]]`` of ``d = state_dep[a + k]``.
     ``state_follow[q]`` is the follow set of lexer state ``q`` (for checking a single token).
+
+    ``built[q]`` says whether state ``q``'s rows are there; :meth:`ensure` builds them (under :attr:`lock`).
+    The arrays of :data:`_GROWING` only grow (:class:`~grammask.growing.Growing`: read ``grow[name].data``
+    below its length), so a reader may keep using what it has while another thread builds a state. What
+    the disk cache stores is :meth:`arrays`.
     """
 
-    pair_index: np.ndarray
-    pair_mask: np.ndarray
-    pair_marks: np.ndarray
-    masks: np.ndarray
-    marks_ptr: np.ndarray
-    marks: np.ndarray
-    state_ptr: np.ndarray
-    state_class: np.ndarray
-    state_lcp: np.ndarray
-    state_dep: np.ndarray
-    dep_word_ptr: np.ndarray
-    dep_words: np.ndarray
-    dep_bits: np.ndarray
-    class_seq_ptr: np.ndarray
-    class_seq_terms: np.ndarray
-    class_follow: np.ndarray
-    follow_ptr: np.ndarray
-    follow_terms: np.ndarray
-    follow_any: np.ndarray
-    state_follow: np.ndarray
+    def __init__(self, fixed: dict[str, np.ndarray], grow: dict[str, Growing], builder: _StateBuilder | None = None):
+        self.pair_index, self.state_span, self.built = fixed["pair_index"], fixed["state_span"], fixed["built"]
+        self.follow_ptr, self.follow_terms = fixed["follow_ptr"], fixed["follow_terms"]
+        self.follow_any, self.state_follow = fixed["follow_any"], fixed["state_follow"]
+        self.grow = grow
+        self.timings = {"walk": 0.0, "verdicts": 0.0, "refine": 0.0}
+        """Seconds spent building so far: vocabulary walks, verdicts and masks, branching verdicts."""
+        self.lock = threading.RLock()
+        self._builder = builder
+        self.built_order: list[int] = np.flatnonzero(self.built).tolist()
+        """The built states, in the order they were built."""
+
+    @property
+    def masks(self) -> np.ndarray:
+        """The precomputed masks' rows (the rows past the number of masks are spare)."""
+        return self.grow["masks"].data
+
+    @property
+    def complete(self) -> bool:
+        """Whether every lexer state reachable between tokens is built (tables read from disk are)."""
+        return self._builder is None or self._builder.done
 
     @property
     def nbytes(self) -> int:
-        return sum(getattr(self, f).nbytes for f in self.__dataclass_fields__)
+        """Bytes of the tables built so far."""
+        return sum(getattr(self, f).nbytes for f in _FIXED) + sum(g.values.nbytes for g in self.grow.values())
+
+    def ensure(self, q: int) -> bool:
+        """Build lexer state ``q``'s rows unless they are there; whether it built them.
+
+        Tables without a builder (read from disk) give a state no token reaches an empty row: no pair.
+        """
+        if self.built[q]:
+            return False
+        with self.lock:
+            if self.built[q]:
+                return False
+            if self._builder is not None:
+                self._builder.build(q)
+            self.built[q] = True
+            self.built_order.append(q)
+        return True
+
+    def complete_all(self, deadline: Deadline | None = None) -> None:
+        """Build every lexer state reachable between tokens (from the start state). Raises
+        :class:`~grammask.errors.CompileTimeoutError` once ``deadline`` (None: no limit) has passed."""
+        with self.lock:
+            if self._builder is not None:
+                self._builder.complete(deadline)
+                if self._builder.done:
+                    self._builder = None
+
+    def counts(self) -> dict[str, int]:
+        """What :class:`~grammask.compiled.CompileStats` counts: lexer states built, pairs, masks, stack-dependent
+        class lists."""
+        grow = self.grow
+        return {"reachable_lexer_states": len(self.built_order), "pairs": len(grow["pair_mask"]),
+                "masks": len(grow["masks"]), "depends_classes": len(grow["dep_word_ptr"]) - 1}
+
+    def arrays(self) -> dict[str, np.ndarray]:
+        """The tables as named arrays (see :meth:`from_arrays`)."""
+        with self.lock:
+            out = {f: getattr(self, f) for f in _FIXED}
+            out.update({f: g.values for f, g in self.grow.items()})
+            return {f: a.copy() for f, a in out.items()}
+
+    @classmethod
+    def from_arrays(cls, arrays: dict[str, np.ndarray]) -> MaskTables:
+        """The tables :meth:`arrays` gave; KeyError if one is missing."""
+        return cls({f: arrays[f].copy() for f in _FIXED}, {f: Growing.of(arrays[f]) for f in _GROWING})
 
 
 def parser_terminal_map(grammar: Grammar, lexer: LexerAutomaton) -> tuple[tuple[str, ...], np.ndarray]:
@@ -211,204 +267,321 @@ def _contextual(grammar: Grammar, lexer: LexerAutomaton, tables: ParseTables, ma
     return contextual_lexer(lexer, accepts, on_top, targets, tables.start_state, deadline)
 
 
-def build_mask_tables(front: Front, vocab: Vocabulary, trie: VocabTrie, deadline: Deadline | None = None,
-                      ) -> tuple[MaskTables, ParseTables, IndentSpec | None, dict]:
+def build_mask_tables(front: Front, vocab: Vocabulary, walks: TrieWalkPool, deadline: Deadline | None = None,
+                      lazy: bool = False) -> tuple[MaskTables, ParseTables, IndentSpec | None, dict]:
     """Walk the vocabulary from every reachable lexer state and split its classes into ALWAYS / DEPENDS per LR state.
 
     Returns the mask tables, the parse tables the masks read (the front's, with a contextual lexer's alias
     columns appended: :mod:`grammask.contextual_walk`), the indentation rules they are read with (the front's,
-    with aliases of brackets counted as brackets) and the phases' timings.
+    with aliases of brackets counted as brackets) and the phases' timings. ``lazy``: build only the start state's
+    rows now, the others on first use (:meth:`MaskTables.ensure`). Tables are always built whole for a contextual
+    lexer (its walks add parse table columns), counted terminals and indentation.
 
     Classes holding a context terminal (indentation's newline) are always DEPENDS: the matcher decides
     them with the indentation it tracks. Raises :class:`~grammask.errors.CompileTimeoutError` once
     ``deadline`` (None: no limit) has passed.
     """
-    lexer, tables, parser_term, indent, state_modes = front
-    check = deadline.check if deadline is not None else _no_check
-    timings: dict[str, float] = {}
-    clock = time.perf_counter()
-    n_words = bitmask_words(vocab.n_logits)
-    follow_sets, state_follow = _follow_sets(lexer, parser_term)
-    n_follow = len(follow_sets)
-    follow_ptr = np.cumsum([0] + [len(f[0]) for f in follow_sets]).astype(np.int32)
-    follow_terms = np.array([t for f in follow_sets for t in f[0]], dtype=np.int32)
-    follow_any = np.array([f[1] for f in follow_sets], dtype=np.bool_)
+    builder = _StateBuilder(front, vocab, walks)
+    tables = builder.tables
+    if front.lexer.contextual:
+        builder.walk_contextual(deadline)
+    if lazy and not front.lexer.contextual and front.lexer.counter is None and front.indent is None:
+        tables.ensure(0)
+    else:
+        tables.complete_all(deadline)
+    return tables, builder.parse, builder.indent, dict(tables.timings)
 
-    # 1. The vocabulary walk from every lexer state a matcher can be in between tokens.
-    newline = None
-    n_terms = int(parser_term.max(initial=-1)) + 2
-    if indent is not None:
-        widths = byte_widths(indent.tab_len)
-        newline = NewlineWidths(indent.newline_lexer, indent.base, widths, indent.stride)
-        n_terms = indent.max_id(_max_token_width(vocab, widths)) + 1
-    sup = None
-    if lexer.contextual:
-        options = np.diff(lexer.branch_ptr)
-        sup = Superpositions(int(options.max(initial=0)), tables.action.shape[1])
-        n_terms = max(n_terms, sup.base + MAX_ALIASES)
-        bans = None if lexer.ban is None else (lexer.ban_row, lexer.ban)
-        may = _may_follow(tables, lexer, parser_term, int(options.max(initial=0)))
-    seqs = SequenceTable(n_terms)
-    walks: dict[int, StateClasses] = {}
-    work = TrieWalk(trie)
-    slots = None
-    queue = [0]
-    queued = np.zeros(lexer.n_states, dtype=bool)
-    queued[0] = True
-    while queue:
-        check("the vocabulary walks")
-        q = queue.pop()
-        if sup is None:
-            entries, seq, ends = walk_alive(trie, lexer.trans, lexer.accept, parser_term, q, seqs, work, newline,
-                                            lexer.restart, lexer.counter)
-        else:
-            entries, seq, ends = walk_contextual(trie, lexer.trans, lexer.accept, lexer.restart, lexer.ignored,
-                                                 parser_term, lexer.branch_ptr, lexer.branch_start, q, seqs, sup,
-                                                 work, may, newline, bans)
-        if slots is None or len(slots) < len(seqs) * n_follow:
-            slots = np.full(2 * len(seqs) * n_follow, -1, dtype=np.int32)
-        walks[q], fresh = group_walk(trie.token_ids[entries], seq, ends, state_follow, n_follow, slots, queued)
-        queue.extend(fresh.tolist())
-        if lexer.counter is not None:  # a pending lexeme's count may take it to its state's copies in later levels
-            queue.extend(_later_levels(lexer.counter, fresh, queued))
-    classes = ClassTable(np.concatenate([w.classes for w in walks.values()]), seqs, n_follow)
-    class_arrays = (classes.seq_ptr, classes.seq_terms, classes.follow, follow_ptr, follow_terms, follow_any)
-    for walk in walks.values():
-        classes.rerank(walk)
-    timings["walk"] = time.perf_counter() - clock
-    if sup is not None:
-        tables = _with_alias_columns(tables, lexer, parser_term, sup.aliases, indent)
+
+class _StateBuilder:
+    """Builds one grammar's mask tables a lexer state at a time (GreatGramma Alg. 4-5 per state)."""
+
+    def __init__(self, front: Front, vocab: Vocabulary, walks: TrieWalkPool):
+        self.front = front
+        self.parse = front.tables
+        self.walks = walks
+        self.walker = object()  # names this builder to the scratch pool, which keeps its subtree cache for it
+        lexer, tables, parser_term, indent = front.lexer, front.tables, front.parser_term, front.indent
+        self.n_words = bitmask_words(vocab.n_logits)
+        follow_sets, self.state_follow = _follow_sets(lexer, parser_term)
+        self.n_follow = len(follow_sets)
+        self.indent = indent
+        self.newline = None
+        n_terms = int(parser_term.max(initial=-1)) + 2
         if indent is not None:
-            indent = indent.with_alias_brackets(sup.aliases, parser_term)
-    lr = (tables.action, tables.goto, tables.rule_len, tables.rule_lhs)
+            widths = byte_widths(indent.tab_len)
+            self.newline = NewlineWidths(indent.newline_lexer, indent.base, widths, indent.stride)
+            n_terms = indent.max_id(_max_token_width(vocab, widths)) + 1
+        self.sup = None
+        if lexer.contextual:
+            options = np.diff(lexer.branch_ptr)
+            self.sup = Superpositions(int(options.max(initial=0)), tables.action.shape[1])
+            n_terms = max(n_terms, self.sup.base + MAX_ALIASES)
+            self.bans = None if lexer.ban is None else (lexer.ban_row, lexer.ban)
+            self.may = _may_follow(tables, lexer, parser_term, int(options.max(initial=0)))
+        self.seqs = SequenceTable(n_terms)
+        self.classes = ClassIndex(self.seqs, self.n_follow)
+        self.deps = ClassTokens(self.n_words)
+        self.slots = np.zeros(0, dtype=np.int32)
+        self.walked: dict[int, StateClasses] = {}
+        self.bases: dict[int, tuple[StateTokens, np.ndarray]] = {}  # and each class's tokens per first byte
+        self.building: set[int] = set()  # states whose build waits for their base's
+        self.no_row = np.zeros(self.n_words, dtype=np.int32)
+        self.queued = np.zeros(lexer.n_states, dtype=bool)
+        self.queued[0] = True
+        self.queue = [0]
+        self.mask_ids: dict[bytes, int] = {}
+        self.refined: dict[int, np.ndarray] = {}
+        self._exposed = None
+        terminal_actions = tables.action[:, : tables.end]
+        # LR states that can be on top of the stack between tokens: shift targets and the start.
+        self.on_top = np.zeros(tables.n_states, dtype=bool)
+        self.on_top[terminal_actions[terminal_actions >= 0]] = True
+        self.on_top[tables.accept_state] = False
+        self.on_top[tables.start_state] = True
+        self.live = terminal_actions != ERROR
+        self.armed_tops = _armed_tops(lexer, tables, parser_term)
+        fixed = {
+            "pair_index": np.full((lexer.n_states, tables.n_states), -1, dtype=np.int32),
+            "state_span": np.zeros((lexer.n_states, 2), dtype=np.int64),
+            "built": np.zeros(lexer.n_states, dtype=bool),
+            "follow_ptr": np.cumsum([0] + [len(f[0]) for f in follow_sets]).astype(np.int32),
+            "follow_terms": np.array([t for f in follow_sets for t in f[0]], dtype=np.int32),
+            "follow_any": np.array([f[1] for f in follow_sets], dtype=np.bool_),
+            "state_follow": self.state_follow.astype(np.int32),
+        }
+        grow = {
+            "pair_mask": Growing(np.int32), "pair_marks": Growing(np.int32),
+            "masks": Growing(np.int32, (self.n_words,), capacity=4), "marks_ptr": Growing.of(np.zeros(1, np.int64)),
+            "marks": Growing(np.uint8), "state_class": Growing(np.int32), "state_lcp": Growing(np.int32),
+            "state_dep": Growing(np.int32), "dep_word_ptr": self.deps.word_ptr, "dep_words": self.deps.words,
+            "dep_bits": self.deps.bits, "class_seq_ptr": self.classes.seq_ptr,
+            "class_seq_terms": self.classes.seq_terms, "class_follow": self.classes.follow,
+        }
+        self.tables = MaskTables(fixed, grow, self)
+        self.timings = self.tables.timings
 
-    # 2. Per LR state p, the verdict of every class with p on top of an unknown stack.
-    clock = time.perf_counter()
-    all_classes = np.arange(len(classes), dtype=np.int32)
-    exposed = exposed_states(*lr, tables.rule_rhs, tables.end + 1)
-    verdict_of: dict[int, np.ndarray] = {}
+    @property
+    def done(self) -> bool:
+        """Whether every lexer state reachable between tokens is built."""
+        return not self.queue
 
-    def verdicts_at(p: int) -> np.ndarray:
-        v = verdict_of.get(p)
-        if v is None:
-            v = verdict_of[p] = np.empty(len(classes), dtype=np.int8)
-            check_classes(*lr, np.array([p], dtype=np.int32), all_classes, classes.lcp, *class_arrays, v)
-        return v
+    def complete(self, deadline: Deadline | None) -> None:
+        """Build every state reachable from the ones built (the caller holds the tables' lock)."""
+        check = deadline.check if deadline is not None else _no_check
+        while self.queue:
+            check("the vocabulary walks and token verdicts")
+            self.tables.ensure(self.queue.pop())
 
-    # LR states that can be on top of the stack between tokens: shift targets and the start.
-    terminal_actions = tables.action[:, : tables.end]
-    on_top = np.zeros(tables.n_states, dtype=bool)
-    on_top[terminal_actions[terminal_actions >= 0]] = True
-    on_top[tables.accept_state] = False
-    on_top[tables.start_state] = True
-    live = terminal_actions != ERROR
-    armed_tops = _armed_tops(lexer, tables, parser_term)
+    def walk_contextual(self, deadline: Deadline | None) -> None:
+        """Walk every reachable state of a contextual lexer, then give the parse tables their alias columns."""
+        check = deadline.check if deadline is not None else _no_check
+        todo = [0]
+        while todo:
+            check("the vocabulary walks")
+            q = todo.pop()
+            known = len(self.queue)
+            self.walked[q] = self._walk(q)
+            todo.extend(self.queue[known:])
+        front = self.front
+        self.parse = _with_alias_columns(front.tables, front.lexer, front.parser_term, self.sup.aliases, self.indent)
+        if self.indent is not None:
+            self.indent = self.indent.with_alias_brackets(self.sup.aliases, front.parser_term)
 
-    # 3. Per (lexer state, LR state) pair: the ALWAYS mask and the marks of DEPENDS classes.
-    pair_index = np.full((lexer.n_states, tables.n_states), -1, dtype=np.int32)
-    pair_mask: list[int] = []
-    pair_marks: list[int] = []
-    mask_ids: dict[bytes, int] = {}
-    masks: list[np.ndarray] = []
-    marks: list[np.ndarray] = []
-    state_ptr = np.zeros(lexer.n_states + 1, dtype=np.int64)
-    state_class: list[np.ndarray] = []
-    state_lcp: list[np.ndarray] = []
-    state_dep: list[np.ndarray] = []
-    dep_lists = ClassTokens(n_words)
-    refined: dict[int, np.ndarray] = {}
-    t_refine = 0.0
-    for q in range(lexer.n_states):
-        check("the token verdicts")
-        walk = walks.get(q)
-        if walk is None:
-            state_ptr[q + 1] = state_ptr[q]
-            continue
-        n_local = len(walk.classes)
-        big = np.nonzero(walk.sizes >= _REFINE_SIZE)[0]
+    def _walk(self, q: int, first_bytes: np.ndarray | None = None) -> StateClasses:
+        """Walk lexer state ``q`` (only the tokens whose first byte ``b`` has ``first_bytes[b]``: see
+        :func:`walk_alive`) and group its tokens; the states it reaches that were not queued yet are queued."""
+        clock = time.perf_counter()
+        lexer, parser_term = self.front.lexer, self.front.parser_term
+        trie = self.walks.trie
+        with self.walks.borrow(self.walker) as work:
+            if self.sup is None:
+                entries, seq, ends = walk_alive(trie, lexer.trans, lexer.accept, parser_term, q, self.seqs, work,
+                                                self.newline, lexer.restart, lexer.counter, first_bytes)
+            else:
+                entries, seq, ends = walk_contextual(trie, lexer.trans, lexer.accept, lexer.restart, lexer.ignored,
+                                                     parser_term, lexer.branch_ptr, lexer.branch_start, q, self.seqs,
+                                                     self.sup, work, self.may, self.newline, self.bans)
+        if len(self.slots) < len(self.seqs) * self.n_follow:
+            self.slots = np.full(2 * len(self.seqs) * self.n_follow, -1, dtype=np.int32)
+        walk, fresh = group_walk(trie.token_ids[entries], trie.entry_first[entries], seq, ends, self.state_follow,
+                                 self.n_follow, self.slots, self.queued)
+        self.queue.extend(fresh.tolist())
+        if lexer.counter is not None:  # a pending lexeme's count may take it to its state's copies in later levels
+            self.queue.extend(_later_levels(lexer.counter, fresh, self.queued))
+        self.timings["walk"] += time.perf_counter() - clock
+        return walk
+
+    @property
+    def exposed(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The states a reduction can expose below a known top (:func:`exposed_states`), made on first use."""
+        if self._exposed is None:
+            t = self.parse
+            self._exposed = exposed_states(t.action, t.goto, t.rule_len, t.rule_lhs, t.rule_rhs, t.end + 1)
+        return self._exposed
+
+    def _candidates(self, q: int) -> np.ndarray:
+        """The LR states that can be on top of the stack while the lexer is in state ``q`` between tokens."""
+        lexer, tables, parser_term = self.front.lexer, self.parse, self.front.parser_term
         if q == 0:
-            candidates = [tables.start_state]
-        else:
-            produce = lexer.produce[q]
-            ok = on_top.copy()
-            if not (produce & (lexer.ignored | (parser_term >= tables.end + 1))).any():
-                ok &= live[:, parser_term[produce]].any(axis=1)
-            if armed_tops is not None:
-                ok &= armed_tops if q >= lexer.n_states // 2 else ~armed_tops
-            if state_modes is not None:
-                ok &= (lexer.lr_mode >= 0) & state_modes[q][np.maximum(lexer.lr_mode, 0)]
-            candidates = np.nonzero(ok)[0].tolist()
-        ever_depends = np.zeros(n_local, dtype=bool)
-        mask_of_verdicts: dict[bytes, int] = {}
-        marks_of: dict[bytes, int] = {}
-        for p in candidates:
-            verdicts = verdicts_at(p)[walk.classes]
-            unsure = big[verdicts[big] == UNKNOWN]
-            if len(unsure):
-                tr = time.perf_counter()
-                verdicts[unsure] = _refine(lr, exposed, tables.n_states, p, walk.classes[unsure], class_arrays,
-                                           refined)
-                t_refine += time.perf_counter() - tr
-            vkey = (verdicts == ALWAYS).tobytes()
-            mid = mask_of_verdicts.get(vkey)
+            return np.array([tables.start_state], dtype=np.int32)
+        produce = lexer.produce[q]
+        ok = self.on_top.copy()
+        if not (produce & (lexer.ignored | (parser_term >= tables.end + 1))).any():
+            ok &= self.live[:, parser_term[produce]].any(axis=1)
+        if self.armed_tops is not None:
+            ok &= self.armed_tops if q >= lexer.n_states // 2 else ~self.armed_tops
+        state_modes = self.front.state_modes
+        if state_modes is not None:
+            ok &= (lexer.lr_mode >= 0) & state_modes[q][np.maximum(lexer.lr_mode, 0)]
+        return np.nonzero(ok)[0].astype(np.int32)
+
+    def _full(self, q: int, walk: StateClasses) -> StateTokens:
+        """State ``q``'s classes from its whole walk (kept as a base for others where it has many tokens)."""
+        order, lcp = self.classes.order(ids := self.classes.number(walk.classes))
+        local = np.empty(len(order), dtype=np.int64)
+        local[order] = np.arange(len(order))
+        groups = ClassGroups.of(walk, local[walk.token_class], len(order), self.n_words)
+        found = StateTokens(ids[order], lcp, walk.sizes[order], [(groups, np.arange(len(order)), NO_EXCLUSION,
+                                                                   self.no_row)])
+        if len(walk.token_ids) >= _BASE_SIZE:
+            self.bases[q] = found, groups.byte_counts()
+        return found
+
+    def _delta(self, q: int) -> StateTokens | None:
+        """State ``q``'s classes from a base state ``g`` it lexes alike after most first bytes (a prefix of a key
+        literal and the string it may also become): ``g``'s tokens but those starting with the other bytes,
+        then ``q``'s own walk of these. None where no base fits."""
+        lexer = self.front.lexer
+        row = lexer.trans[q]
+        alive = row[row >= 0]
+        if not len(alive):
+            return None
+        g = int(np.bincount(alive).argmax())
+        if g == q:
+            return None
+        differ = row != lexer.trans[g]
+        if lexer.accept[q] != lexer.accept[g] or (lexer.restart is not None and lexer.restart[q] != lexer.restart[g]):
+            differ |= row < 0
+        if differ.sum() > _DELTA_BYTES or g in self.building:
+            return None
+        if not self.tables.built[g]:
+            self.building.add(q)
+            try:
+                self.tables.ensure(g)
+            finally:
+                self.building.discard(q)
+        if g not in self.bases:
+            return None
+        base, counts = self.bases[g]
+        (groups, base_local, _, _), = base.parts
+        own = self._walk(q, differ)
+        outside = counts.sum(axis=1) - counts[:, differ].sum(axis=1)
+        present = np.flatnonzero(outside > 0)
+        ids = np.concatenate([base.classes[base_local[present]], self.classes.number(own.classes)])
+        merged, which = np.unique(ids, return_inverse=True)
+        sizes = np.bincount(which, weights=np.concatenate([outside[present], own.sizes]), minlength=len(merged))
+        order, lcp = self.classes.order(merged)
+        rank = np.empty(len(order), dtype=np.int64)
+        rank[order] = np.arange(len(order))
+        local = rank[which]
+        from_base = np.full(len(groups.ptr) - 1, -1, dtype=np.int64)
+        from_base[present] = local[: len(present)]
+        own_groups = ClassGroups.of(own, own.token_class, len(own.classes), self.n_words)
+        trie = self.walks.trie
+        spans = trie.first_spans[differ]
+        excluded = [trie.token_ids[a:b] for a, b in spans.tolist()]
+        excluded_row = token_row(self.n_words, np.concatenate(excluded) if excluded else np.zeros(0, np.int32))
+        parts = [(groups, from_base, differ, excluded_row), (own_groups, local[len(present):], NO_EXCLUSION, self.no_row)]
+        return StateTokens(merged[order], lcp, sizes[order].astype(np.int64), parts)
+
+    def build(self, q: int) -> None:
+        """Walk lexer state ``q`` (unless walked) and write its classes, pairs, masks and marks into the tables
+        (the caller holds the tables' lock and marks ``q`` built)."""
+        walk = self.walked.pop(q, None)
+        lexer = self.front.lexer
+        plain = self.sup is None and lexer.counter is None and self.newline is None  # a walk hangs on q's row only
+        found = self._delta(q) if walk is None and plain else None
+        if found is None:
+            found = self._full(q, self._walk(q) if walk is None else walk)
+        clock = time.perf_counter()
+        t, grow = self.tables, self.tables.grow
+        lcp = found.lcp
+        tables = self.parse
+        lr = (tables.action, tables.goto, tables.rule_len, tables.rule_lhs)
+        class_arrays = (grow["class_seq_ptr"].data, grow["class_seq_terms"].data, grow["class_follow"].data,
+                        t.follow_ptr, t.follow_terms, t.follow_any)
+        candidates = self._candidates(q)
+        verdicts = np.empty((len(candidates), len(found.classes)), dtype=np.int8)
+        check_classes_on_tops(*lr, candidates, found.classes, lcp, *class_arrays, verdicts)
+        big = np.nonzero(found.sizes >= _REFINE_SIZE)[0]
+        if len(big):
+            clock_refine = time.perf_counter()
+            for i, p in enumerate(candidates.tolist()):
+                unsure = big[verdicts[i, big] == UNKNOWN]
+                if len(unsure):
+                    verdicts[i, unsure] = _refine(lr, self.exposed, tables.n_states, p, found.classes[unsure],
+                                                  class_arrays, self.refined)
+            self.timings["refine"] += time.perf_counter() - clock_refine
+            clock += time.perf_counter() - clock_refine
+        n_local = len(found.classes)
+        # Pairs with the same ALWAYS classes share a mask, pairs with the same DEPENDS classes their marks.
+        always_first, always_of = _distinct_rows(np.packbits(verdicts == ALWAYS, axis=1, bitorder="little"))
+        rows = found.masks(verdicts[always_first] == ALWAYS, self.n_words)
+        mask_ids = np.empty(len(rows), dtype=np.int32)
+        for i, row in enumerate(rows):
+            key = row.tobytes()
+            mid = self.mask_ids.get(key)
             if mid is None:
-                row = mask_from_classes(n_words, walk.token_ids, walk.token_class, verdicts)
-                mid = mask_of_verdicts[vkey] = mask_ids.setdefault(row.tobytes(), len(masks))
-                if mid == len(masks):
-                    masks.append(row)
-            depends = verdicts == UNKNOWN
-            packed = np.packbits(depends, bitorder="little")
-            mkey = packed.tobytes()
-            marks_id = marks_of.get(mkey)
-            if marks_id is None:
-                marks_id = marks_of[mkey] = len(marks)
-                marks.append(packed)
-                ever_depends |= depends
-            pair_index[q, p] = len(pair_mask)
-            pair_mask.append(mid)
-            pair_marks.append(marks_id)
-        state_ptr[q + 1] = state_ptr[q] + n_local
-        state_class.append(walk.classes)
-        state_lcp.append(classes.lcp_between(walk.classes))
-        state_dep.append(dep_lists.add_state(walk, ever_depends))
-    timings["verdicts"] = time.perf_counter() - clock - t_refine
-    timings["refine"] = t_refine
-    timings["reachable_states"] = len(walks)
+                mid = self.mask_ids[key] = grow["masks"].append(row)
+            mask_ids[i] = mid
+        depends = verdicts == UNKNOWN
+        packed = np.packbits(depends, axis=1, bitorder="little")
+        marks_first, marks_of = _distinct_rows(packed)
+        first_marks = len(grow["marks_ptr"]) - 1
+        width = packed.shape[1]
+        end = grow["marks"].extend(packed[marks_first].ravel()) + width * len(marks_first)
+        grow["marks_ptr"].extend(end - width * np.arange(len(marks_first) - 1, -1, -1))
+        pair_mask = mask_ids[always_of]
+        pair_marks = first_marks + marks_of
+        ever_depends = depends.any(axis=0)
+        first = grow["state_class"].extend(found.classes)
+        grow["state_lcp"].extend(lcp)
+        grow["state_dep"].extend(self.deps.add_state(found, ever_depends))
+        t.state_span[q] = (first, first + n_local)
+        first_pair = grow["pair_mask"].extend(pair_mask)
+        grow["pair_marks"].extend(pair_marks)
+        t.pair_index[q, candidates] = np.arange(first_pair, first_pair + len(candidates), dtype=np.int32)
+        self.timings["verdicts"] += time.perf_counter() - clock
 
-    dep_word_ptr, dep_words, dep_bits = dep_lists.arrays()
-    result = MaskTables(
-        pair_index=pair_index,
-        pair_mask=np.array(pair_mask, dtype=np.int32),
-        pair_marks=np.array(pair_marks, dtype=np.int32),
-        masks=np.stack(masks) if masks else np.zeros((0, n_words), dtype=np.int32),
-        marks_ptr=np.cumsum([0] + [len(m) for m in marks]).astype(np.int64),
-        marks=_concat(marks, np.uint8),
-        state_ptr=state_ptr,
-        state_class=_concat(state_class, np.int32),
-        state_lcp=_concat(state_lcp, np.int32),
-        state_dep=_concat(state_dep, np.int32),
-        dep_word_ptr=dep_word_ptr,
-        dep_words=dep_words,
-        dep_bits=dep_bits,
-        class_seq_ptr=classes.seq_ptr,
-        class_seq_terms=classes.seq_terms,
-        class_follow=classes.follow,
-        follow_ptr=follow_ptr,
-        follow_terms=follow_terms,
-        follow_any=follow_any,
-        state_follow=state_follow.astype(np.int32),
-    )
-    return result, tables, indent, timings
 
+# A state with this many tokens alive is kept as a base for states that lex alike after most first bytes
+# (:meth:`_StateBuilder._delta`), if those differ on at most this many first bytes.
+_BASE_SIZE = 4096
+_DELTA_BYTES = 32
 
 # Classes with at least this many tokens get the branching analysis when the one-state check
 # cannot decide them: deciding them offline keeps large classes out of the decode-time checks.
 _REFINE_SIZE = 16
 
 
+def _distinct_rows(rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The first index of each distinct row of a 2-D byte array, and the distinct row of every row."""
+    if rows.shape[1] == 0:
+        return np.zeros(min(len(rows), 1), dtype=np.int64), np.zeros(len(rows), dtype=np.int64)
+    keys = np.ascontiguousarray(rows).view(np.dtype((np.void, rows.shape[1]))).ravel()
+    _, first, inverse = np.unique(keys, return_index=True, return_inverse=True)
+    return first, inverse.ravel()
+
+
 def _refine(lr, exposed, n_states: int, p: int, ranks: np.ndarray, class_arrays, memo: dict) -> np.ndarray:
     """Branching verdicts (see :func:`classify_classes`) for classes the one-state check left UNKNOWN."""
-    known = memo.setdefault(p, np.full(len(class_arrays[2]), -1, dtype=np.int8))
+    known = memo.get(p)
+    n_classes = int(ranks.max()) + 1
+    if known is None or len(known) < n_classes:
+        grown = np.full(max(n_classes, 2 * (0 if known is None else len(known))), -1, dtype=np.int8)
+        if known is not None:
+            grown[: len(known)] = known
+        known = memo[p] = grown
     todo = ranks[known[ranks] < 0]
     if len(todo):
         out = np.empty(len(todo), dtype=np.int8)
@@ -493,10 +666,6 @@ def _max_token_width(vocab: Vocabulary, widths: np.ndarray) -> int:
 
 def _no_check(phase: str) -> None:
     """The deadline check of a compile without a time limit."""
-
-
-def _concat(parts: list[np.ndarray], dtype) -> np.ndarray:
-    return np.concatenate(parts).astype(dtype) if parts else np.zeros(0, dtype=dtype)
 
 
 def _follow_sets(lexer: LexerAutomaton, parser_term: np.ndarray) -> tuple[list[tuple[tuple[int, ...], bool]], np.ndarray]:

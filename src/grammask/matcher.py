@@ -270,7 +270,7 @@ class Matcher(TokenSteps):
         """Write the tokens allowed in ``lexstate`` with ``stack`` (EOS aside) into ``row``; False if no decoding
         reaches that pair (``row`` untouched)."""
         rt = self._rt
-        pair = rt.pair_index[lexstate][stack[0]]
+        pair = rt.pairs(lexstate)[stack[0]]
         if pair < 0:
             return False
         np.copyto(row, rt.masks[rt.pair_mask[pair]])

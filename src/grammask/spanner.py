@@ -14,7 +14,11 @@ the arrays returned here by grouping tokens on ``(E, Prod(q'))``.
 
 from __future__ import annotations
 
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
+from functools import cached_property
 from typing import TYPE_CHECKING
 
 import numba as nb
@@ -62,6 +66,19 @@ class VocabTrie:
     @property
     def n_nodes(self) -> int:
         return len(self.node_byte)
+
+    @cached_property
+    def first_spans(self) -> np.ndarray:
+        """Per byte ``b``, the entries ``[lo, hi)`` whose token starts with ``b``."""
+        spans = np.zeros((256, 2), dtype=np.int64)
+        for child in np.flatnonzero(self.node_parent == 0).tolist():
+            spans[self.node_byte[child]] = self.node_tok_ptr[child], self.node_tok_ptr[self.node_end[child]]
+        return spans
+
+    @cached_property
+    def entry_first(self) -> np.ndarray:
+        """The first byte of each entry's token."""
+        return np.repeat(np.arange(256, dtype=np.uint8), self.first_spans[:, 1] - self.first_spans[:, 0])
 
 
 @nb.njit(cache=True)
@@ -188,6 +205,40 @@ class TrieWalk:
     def cache(self) -> tuple:
         return (self.cache_keys, self.cache_span, *self.arena, self.used)
 
+    def forget(self) -> None:
+        """Empty the subtree cache (its entries hold one lexer's states and one sequence table's ids)."""
+        self.cache_keys.fill(-1)
+        self.cache_span.fill(-1)
+        self.used[:] = 0
+
+
+class TrieWalkPool:
+    """Scratch arrays for walks over one trie, lent to one walker at a time.
+
+    A compiler keeps one per vocabulary, so grammars whose tables are built lazily hold no scratch of
+    their own. The subtree cache is kept while the same walker borrows the scratch again, and emptied
+    when another one does.
+    """
+
+    def __init__(self, trie: VocabTrie):
+        self.trie = trie
+        self._free: list[tuple[TrieWalk, object]] = []
+        self._lock = threading.Lock()
+
+    @contextmanager
+    def borrow(self, walker: object) -> Iterator[TrieWalk]:
+        """Scratch for ``walker`` (any object naming it: its subtree cache is kept for it) until the block ends."""
+        with self._lock:
+            mine = [i for i, (_, w) in enumerate(self._free) if w is walker]
+            work, last = self._free.pop(mine[0] if mine else -1) if self._free else (TrieWalk(self.trie), walker)
+        if last is not walker:
+            work.forget()
+        try:
+            yield work
+        finally:
+            with self._lock:
+                self._free.append((work, walker))
+
 
 def walk_tokens(
     trie: VocabTrie, trans: np.ndarray, accept: np.ndarray, parser_term: np.ndarray, start: int,
@@ -220,12 +271,13 @@ class NewlineWidths:
 
 NO_NEWLINE = NewlineWidths(-1, 0, np.zeros(256, dtype=np.int32))
 _NO_COUNT = (np.zeros((1, 256), dtype=np.uint8), np.zeros(1, dtype=np.int64), np.zeros(1, dtype=np.int32))
+_ALL_BYTES = np.ones(256, dtype=np.bool_)
 
 
 def walk_alive(
     trie: VocabTrie, trans: np.ndarray, accept: np.ndarray, parser_term: np.ndarray, start: int,
     seqs: SequenceTable, work: TrieWalk | None = None, newline: NewlineWidths | None = None,
-    restart: np.ndarray | None = None, counter: CountTables | None = None,
+    restart: np.ndarray | None = None, counter: CountTables | None = None, first_bytes: np.ndarray | None = None,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Lex every token from lexer state ``start``; only the tokens that survive are reported.
 
@@ -239,6 +291,7 @@ def walk_alive(
     counted and move up their levels; so is the lexeme pending in ``start`` where its count is known
     (``counter.fixed``), else it keeps its level: the walk is then exact for the counts of ``start``'s level from
     which no token reaches the next.
+    ``first_bytes``: only the tokens whose first byte ``b`` has ``first_bytes[b]`` (None: all).
     """
     work = work or TrieWalk(trie)
     newline = newline or NO_NEWLINE
@@ -248,6 +301,8 @@ def walk_alive(
     known = np.int64(counter.fixed[start]) if counting else np.int64(-1)
     if restart is None:
         restart = np.zeros(trans.shape[0], dtype=np.int32)
+    if first_bytes is None:
+        first_bytes = _ALL_BYTES
     while True:
         seqs.ensure_room(len(trie.token_ids) + 1)
         entries, seq, end, full = _walk(
@@ -255,6 +310,7 @@ def walk_alive(
             np.int32(start), seqs.slots, seqs.parent, seqs.last, seqs.count, np.int64(seqs.n_terms),
             work.state, work.seq, *work.out, *work.cache(), np.int32(newline.terminal), np.int64(newline.base),
             newline.byte_width, work.width, restart, counting, inc, start_units, known, up_at, lift, work.count,
+            first_bytes,
         )
         if not full:
             return entries, seq, end
@@ -341,7 +397,7 @@ def store_subtree(slot, lo, hi, entries, seq_out, end_out, cache_span, arena_ent
 def _walk(node_byte, node_parent, node_end, node_tok_ptr, trans, accept, parser_term, start, slots, parent, last,
           count, n_terms, node_state, node_seq, entries, seq_out, end_out, cache_keys, cache_span,
           arena_entries, arena_seq, arena_end, used, nl_term, nl_base, byte_width, node_width, restart,
-          counting, inc, start_units, known, up_at, lift, node_count):
+          counting, inc, start_units, known, up_at, lift, node_count, first_bytes):
     capacity = min(len(parent), len(slots) // 2)
     cache_mask = len(cache_keys) - 1
     n_states = trans.shape[0]
@@ -361,11 +417,14 @@ def _walk(node_byte, node_parent, node_end, node_tok_ptr, trans, accept, parser_
                    arena_end, used)
             recording = -1
         up = node_parent[n]
+        b = node_byte[n]
+        if up == 0 and not first_bytes[b]:
+            n = node_end[n]
+            continue
         state = node_state[up]
         seq = node_seq[up]
         width = node_width[up]
         units = node_count[up]
-        b = node_byte[n]
         nxt = trans[state, b]
         came_from = state
         if nxt < 0:

@@ -148,7 +148,7 @@ class GrammaskGrammarBackend(BaseGrammarBackend):
     def __init__(self, tokenizer: Any, vocab_size: int, eos_token_ids: Any = None, *, any_whitespace: bool = True):
         super().__init__()
         self.vocab = engine_vocabulary(tokenizer, vocab_size, eos_token_ids)
-        self.compiler = Compiler(self.vocab)
+        self.compiler = Compiler(self.vocab, lazy=True)
         self.any_whitespace = any_whitespace
 
     def _dispatch(self, kind: str, key_string: str) -> BaseGrammarObject:

@@ -99,7 +99,7 @@ class GrammaskBackend(StructuredOutputBackend):
     def __post_init__(self) -> None:
         config = getattr(self.vllm_config, "structured_outputs_config", None)
         self.any_whitespace = not getattr(config, "disable_any_whitespace", False)
-        self.compiler = Compiler(engine_vocabulary(self.tokenizer, self.vocab_size))
+        self.compiler = Compiler(engine_vocabulary(self.tokenizer, self.vocab_size), lazy=True)
 
     def compile_grammar(
         self,

@@ -85,7 +85,7 @@ class GrammaskLogitsProcessor(LogitsProcessor):
             trust_remote_code=getattr(model_config, "trust_remote_code", False),
         )
         self.vocab_size = model_config.get_vocab_size()
-        self.compiler = Compiler(engine_vocabulary(tokenizer, self.vocab_size))
+        self.compiler = Compiler(engine_vocabulary(tokenizer, self.vocab_size), lazy=True)
         self._rows: dict[int, tuple[RequestMatcher, list[int], list[int]]] = {}
 
     def is_argmax_invariant(self) -> bool:

@@ -35,7 +35,7 @@ import numpy as np
 from grammask.automata.counted import CountTables, add_levels, check_free, free_pattern
 from grammask.automata.dfa import ByteDFA, build_dfa, components, successors
 from grammask.automata.first_match import restrict_preempted
-from grammask.automata.patterns import compile_regex, regex_to_dfa
+from grammask.automata.patterns import regex_to_dfa, terminal_nfa
 from grammask.automata.regex import TrailingContext
 from grammask.errors import NO_DEADLINE, Deadline, GrammarError, UnsupportedRegexError
 from grammask.grammar.ir import Grammar, Semicolons, Terminal
@@ -227,7 +227,7 @@ def build_lexer(grammar: Grammar, deadline: Deadline | None = None) -> LexerAuto
     nfas = []
     for t in terminals:
         deadline.check("the terminals' automata")
-        nfas.append(compile_regex(t.pattern, t.flags, name=t.name))
+        nfas.append(terminal_nfa(t.pattern, t.flags, t.literal, t.name, deadline))
     dfa = build_dfa(nfas, deadline)
     if grammar.first_match:
         dfa_matches = _match_rows(dfa, len(terminals))

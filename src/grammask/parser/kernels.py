@@ -69,6 +69,17 @@ def check_classes(action, goto, rule_len, rule_lhs, stack, classes, lcp, seq_ptr
 
 
 @nb.njit(cache=True)
+def check_classes_on_tops(action, goto, rule_len, rule_lhs, tops, classes, lcp, seq_ptr, seq_terms, class_follow,
+                          follow_ptr, follow_terms, follow_any, out):
+    """``out[i]`` = :func:`check_classes`'s verdicts of ``classes`` on the one-state stack ``[tops[i]]``, for every ``i``."""
+    stack = np.empty(1, dtype=np.int32)
+    for i in range(len(tops)):
+        stack[0] = tops[i]
+        _check_from(action, goto, rule_len, rule_lhs, stack, classes, lcp, seq_ptr, seq_terms, class_follow,
+                    follow_ptr, follow_terms, follow_any, out[i], 0)
+
+
+@nb.njit(cache=True)
 def check_class_tails(action, goto, rule_len, rule_lhs, stack, classes, lcp, seq_ptr, seq_terms, class_follow,
                       follow_ptr, follow_terms, follow_any, out):
     """:func:`check_classes` for the classes' sequences without their first terminal (``lcp`` between the tails):
@@ -351,17 +362,6 @@ def or_class_tokens(row, word_ptr, words, bits, lists):
     for d in lists:
         for w in range(word_ptr[d], word_ptr[d + 1]):
             row[words[w]] |= bits[w]
-
-
-@nb.njit(cache=True)
-def mask_from_classes(n_words, token_ids, token_class, verdicts):
-    """A mask row with the tokens whose class verdict is ALWAYS."""
-    row = np.zeros(n_words, dtype=np.int32)
-    for i in range(len(token_ids)):
-        if verdicts[token_class[i]] == ALWAYS:
-            t = token_ids[i]
-            row[t >> 5] |= np.int32(1) << np.int32(t & 31)
-    return row
 
 
 def exposed_states(action: np.ndarray, goto: np.ndarray, rule_len: np.ndarray, rule_lhs: np.ndarray,

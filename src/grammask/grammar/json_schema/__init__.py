@@ -20,6 +20,7 @@ from grammask.errors import (
     Deadline,
     GrammarError,
     UnsupportedSchemaError,
+    check_timeout,
 )
 from grammask.grammar.ir import Grammar
 from grammask.grammar.json_schema.emit import Emitter
@@ -67,20 +68,13 @@ def grammar_from_json_schema(
         except json.JSONDecodeError as e:
             raise GrammarError(f"the JSON Schema text is not JSON: {e}") from None
     issues = Issues(options.strict)
-    reader = SchemaReader(schema, issues, Deadline(_check_timeout(timeout), name), options.count_lengths)
+    reader = SchemaReader(schema, issues, Deadline(check_timeout(timeout), name), options.count_lengths)
     emitter = Emitter(reader, options)
     terminals, rules, ignored = emitter.finish(frozenset({reader.root}))
     grammar = Grammar(terminals, rules, "start", ignored, name=name, notes=tuple(issues.notes))
     if emitter.unions:
         _check_lalr(grammar, emitter.unions, reader.deadline)
     return grammar
-
-
-def _check_timeout(timeout: float | None) -> float | None:
-    """``timeout`` if it is None or a positive number of seconds; raises ConfigurationError otherwise."""
-    if timeout is not None and (isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not timeout > 0):
-        raise ConfigurationError(f"timeout must be a positive number of seconds or None, not {timeout!r}")
-    return timeout
 
 
 def _check_lalr(grammar: Grammar, unions: list[str], deadline: Deadline) -> None:
