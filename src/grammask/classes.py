@@ -80,8 +80,7 @@ class ClassIndex:
         self.seqs = seqs
         self.n_follow = n_follow
         self._ids_of: dict[int, int] = {}
-        self.seq_ptr = Growing(np.int64)
-        self.seq_ptr.append(0)
+        self.seq_ptr = Growing.of(np.zeros(1, dtype=np.int64))
         self.seq_terms = Growing(np.int32)
         self.follow = Growing(np.int32)
 
@@ -278,8 +277,7 @@ class ClassTokens:
     def __init__(self, n_words: int):
         self.n_words = n_words
         self.ids: dict[bytes, int] = {}
-        self.word_ptr = Growing(np.int64)
-        self.word_ptr.append(0)
+        self.word_ptr = Growing.of(np.zeros(1, dtype=np.int64))
         self.words = Growing(np.int32)
         self.bits = Growing(np.int32)
 
