@@ -8,7 +8,10 @@ compile timeout) within the fast limit, ``slow`` (either, later), ``killed`` (pa
 ``crashed`` (an exception that is no grammask error, or a dead worker).
 
     python bench/bench_schema_hangs.py REPO_GIT_DIR [--sample 300] [--seed 0] [--tokenizer llama3]
-        [--fast-s 2] [--wall-s 10] [--json OUT] [--md OUT]
+        [--fast-s 2] [--wall-s 10] [--json OUT] [--md OUT] [--rows ROWS.jsonl]
+
+``--sample 0`` takes every schema. ``--rows`` appends each schema's row to a JSON-lines file as it is
+measured and skips the schemas already there, so a run of all 11,306 schemas can stop and go on.
 
 ``REPO_GIT_DIR`` is a git directory of guidance-ai/jsonschemabench (read with ``git show``,
 no work tree needed); the schemas are ``maskbench/data/*.json``.
@@ -168,6 +171,13 @@ def markdown(summary: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _read_rows(path: str | None) -> list[dict]:
+    """The rows already measured in a ``--rows`` file (none when it is absent)."""
+    if not path or not Path(path).exists():
+        return []
+    return [json.loads(line) for line in Path(path).read_text().splitlines() if line.strip()]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("repo")
@@ -178,23 +188,33 @@ def main() -> None:
     parser.add_argument("--wall-s", type=float, default=10.0)
     parser.add_argument("--json")
     parser.add_argument("--md")
+    parser.add_argument("--rows", help="JSON-lines file of measured rows: appended to, and its schemas skipped")
     args = parser.parse_args()
     missing = [v for v in THREAD_VARS if v not in os.environ]
     if missing:
         print(f"note: {', '.join(missing)} unset; the worker may use several threads", file=sys.stderr)
     names = schema_names(args.repo)
-    sample = sorted(random.Random(args.seed).sample(names, min(args.sample, len(names))))
+    count = len(names) if args.sample <= 0 else min(args.sample, len(names))
+    sample = sorted(random.Random(args.seed).sample(names, count))
+    rows = _read_rows(args.rows)
+    done = {r["name"] for r in rows}
     pool = Pool1(args.tokenizer, args.fast_s)
-    rows = []
     try:
         for i, name in enumerate(sample):
+            if Path(name).name in done:
+                continue
             outcome, error, seconds = pool.run(read_schema(args.repo, name), args.wall_s)
             rows.append({"name": Path(name).name, "outcome": classify(outcome, seconds, args.fast_s),
                          "seconds": round(seconds, 3), "error": error[:300]})
+            if args.rows:
+                with open(args.rows, "a") as f:
+                    f.write(json.dumps(rows[-1]) + "\n")
             print(f"[{i + 1}/{len(sample)}] {rows[-1]['outcome']:8} {seconds:6.2f}s {Path(name).name} {error[:100]}",
                   flush=True)
     finally:
         pool.close()
+    wanted = {Path(name).name for name in sample}
+    rows = [r for r in rows if r["name"] in wanted]
     summary = summarize(rows, args, len(names))
     if args.json:
         Path(args.json).write_text(json.dumps({**summary, "rows": rows}, indent=1) + "\n")
