@@ -364,6 +364,19 @@ def test_mutations_full():
     "  \\\nx = 1\n", "\x0cx = 1\n",
 ])
 def test_engine_measures_the_first_line_as_cpython(text):
+    _check_engine_against_cpython(text)
+
+
+@pytest.mark.parametrize("text", [
+    "x = 1\ry = 2\r", "if x:\r    y\r", "x\r y\n", "if x:\r\n    y\r  z\n", "x\r\r  \ry\n",
+    "if x:\n  y\r\n\r  z\r", "if x:\r  y\r z\r",
+])
+def test_engine_ends_lines_at_a_lone_carriage_return_as_cpython(text):
+    _check_engine_against_cpython(text)
+
+
+def _check_engine_against_cpython(text: str) -> None:
+    """The built-in's verdict on ``text`` fed token by token, and as a prefix, is CPython's."""
     compiled = grammask.Compiler(get_vocab("smollm2")).compile(grammask.Grammar.builtin("python"))
     vocab = compiled.vocab
     m = compiled.matcher()

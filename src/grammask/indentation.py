@@ -50,13 +50,14 @@ def _next_width(width: int, step: int) -> int:
     return width if width == NO_BREAK else width + step
 
 
-def byte_widths(tab_len: int) -> np.ndarray:
-    """Per byte, what it adds to the current line's indentation: -1 (a line break: back to 0), 1, ``tab_len`` or 0.
+def byte_widths(tab_len: int, line_breaks: str = "\n") -> np.ndarray:
+    """Per byte, what it adds to the current line's indentation: -1 (one of ``line_breaks``: back to 0), 1,
+    ``tab_len`` or 0.
 
     Lark counts the spaces and tabs of the text after the newline lexeme's last line break.
     """
     widths = np.zeros(256, dtype=np.int32)
-    widths[ord("\n")] = -1
+    widths[[ord(c) for c in line_breaks]] = -1
     widths[ord(" ")] = 1
     widths[ord("\t")] = tab_len
     return widths
@@ -74,6 +75,7 @@ class IndentSpec:
     closes: frozenset[int]
     tab_len: int
     base: int
+    line_breaks: str = "\n"
     eof_newline: bool = False
     stride: int = 1
     alias_base: int = 0
@@ -94,6 +96,7 @@ class IndentSpec:
             opens=frozenset(index[n] for n in rules.open_brackets if n in index),
             closes=frozenset(index[n] for n in rules.close_brackets if n in index),
             tab_len=rules.tab_len,
+            line_breaks=rules.line_breaks,
             base=len(parser_terminals) + 1 + aliases,
             eof_newline=rules.eof_newline,
             stride=aliases + 1,
@@ -174,7 +177,7 @@ class IndentRuntime:
         self.runner = runner
         self._lexer = lexer
         self._parser_term = parser_term.tolist()
-        self._widths = byte_widths(spec.tab_len).tolist()
+        self._widths = byte_widths(spec.tab_len, spec.line_breaks).tolist()
         self._real = [t for t in range(spec.alias_base - 1) if t not in (spec.newline, spec.indent, spec.dedent)]
         shifted = runner.tables.action[:, [spec.newline, spec.indent, spec.dedent]]
         self.after_newline = set(shifted[shifted >= 0].tolist()) | {runner.initial[0]}

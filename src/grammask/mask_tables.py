@@ -308,7 +308,7 @@ class _StateBuilder:
         self.newline = None
         n_terms = int(parser_term.max(initial=-1)) + 2
         if indent is not None:
-            widths = byte_widths(indent.tab_len)
+            widths = byte_widths(indent.tab_len, indent.line_breaks)
             self.newline = NewlineWidths(indent.newline_lexer, indent.base, widths, indent.stride)
             n_terms = indent.max_id(_max_token_width(vocab, widths)) + 1
         self.sup = None

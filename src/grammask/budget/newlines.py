@@ -48,8 +48,10 @@ class NewlineCosts:
         return min(width + 1, self.move.shape[1] - 1)
 
 
-def build_newline_costs(lexer: LexerAutomaton, newline: int, tab_len: int, tokens, trail: np.ndarray) -> NewlineCosts:
-    """The newline costs of lexer terminal ``newline`` over the ``tokens`` (bytes or None) of a vocabulary;
+def build_newline_costs(lexer: LexerAutomaton, newline: int, widths: np.ndarray, tokens, trail: np.ndarray,
+                        ) -> NewlineCosts:
+    """The newline costs of lexer terminal ``newline`` over the ``tokens`` (bytes or None) of a vocabulary, with
+    indentation counted by ``widths`` (:func:`~grammask.indentation.byte_widths`);
     ``trail[s]``: the separator a lexeme ending in state ``s`` needs (see :mod:`.lexical`).
 
     Raises :class:`~grammask.errors.BudgetUnsupportedError` where the vocabulary cannot write newlines of
@@ -59,7 +61,7 @@ def build_newline_costs(lexer: LexerAutomaton, newline: int, tab_len: int, token
     pending = np.flatnonzero(lexer.produce[:, newline])
     pending = pending[pending != 0]
     nodes = [0, *pending.tolist()]
-    moves = _token_moves(trans, nodes, tab_len, [t for t in tokens if t])
+    moves = _token_moves(trans, nodes, widths.tolist(), [t for t in tokens if t])
     starts_other = np.zeros(256, dtype=bool)
     for b in range(256):
         q = trans[0, b]
@@ -100,7 +102,7 @@ def build_newline_costs(lexer: LexerAutomaton, newline: int, tab_len: int, token
     return NewlineCosts(width_cap=cap, term=needed, row=row, move=np.minimum(move, INF).astype(np.int32))
 
 
-def _token_moves(trans: np.ndarray, nodes: list[int], tab_len: int, tokens: list[bytes]) -> list[set[tuple]]:
+def _token_moves(trans: np.ndarray, nodes: list[int], widths: list[int], tokens: list[bytes]) -> list[set[tuple]]:
     """Per node state: the distinct (end state, line break?, width) of the tokens that stay inside the lexeme
     (width: of the last line after a break, else what the token adds)."""
     out = []
@@ -112,12 +114,10 @@ def _token_moves(trans: np.ndarray, nodes: list[int], tab_len: int, tokens: list
                 s = int(trans[s, b])
                 if s < 0:
                     break
-                if b == 10:
+                if widths[b] < 0:
                     broke, width = True, 0
-                elif b == 32:
-                    width += 1
-                elif b == 9:
-                    width += tab_len
+                else:
+                    width += widths[b]
             else:
                 found.add((s, broke, width))
         out.append(found)

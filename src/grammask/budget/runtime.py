@@ -498,7 +498,7 @@ class BudgetRuntime:
         self._newline = None
         n_ids = int(engine.parser_term.max(initial=-1)) + 2
         if engine.indent is not None:
-            widths = byte_widths(engine.indent.tab_len)
+            widths = byte_widths(engine.indent.tab_len, engine.indent.line_breaks)
             self._newline = NewlineWidths(engine.indent.newline_lexer, engine.indent.base, widths)
             longest = max((len(b) for b in engine.vocab.tokens if b), default=1)
             n_ids = engine.indent.max_id(longest * int(widths.max())) + 1

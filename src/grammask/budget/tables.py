@@ -22,6 +22,7 @@ from grammask.budget.parser_costs import (
     build_parser_costs,
     follow_terminals,
 )
+from grammask.indentation import byte_widths
 
 if TYPE_CHECKING:
     from grammask.engine import Engine
@@ -95,7 +96,8 @@ def build_budget_tables(engine: Engine) -> BudgetTables:
     if indent is None:
         parser = build_parser_costs(tables, lexical.term_cost)
     else:
-        newlines = build_newline_costs(engine.lexer, indent.newline_lexer, indent.tab_len, engine.vocab.tokens,
+        newlines = build_newline_costs(engine.lexer, indent.newline_lexer,
+                                       byte_widths(indent.tab_len, indent.line_breaks), engine.vocab.tokens,
                                        lexical.trail)
         outer = lexical.term_cost.astype(np.int64)
         outer[indent.newline] = newlines.term

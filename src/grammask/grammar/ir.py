@@ -87,6 +87,9 @@ class Indentation:
     open_brackets: tuple[str, ...] = ()
     close_brackets: tuple[str, ...] = ()
     tab_len: int = 8
+    line_breaks: str = "\n"
+    """The characters after which a line's indentation is measured: Lark's ``Indenter`` measures after the last
+    ``\n``; CPython's tokenizer also ends a line at a lone ``\r``."""
     eof_newline: bool = False
     """CPython's ends of input: a newline is added when the last terminal is not one, the line after a final
     newline is not measured (trailing blank lines never indent), and the first line is measured as if a line

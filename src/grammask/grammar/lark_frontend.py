@@ -130,6 +130,7 @@ def _postlex_rules(postlex: object) -> tuple[Indentation | None, Semicolons | No
 
 def _indentation_of(postlex) -> Indentation:
     """The indentation rules of a Lark ``Indenter`` instance, read from its attributes."""
+    cpython = getattr(postlex, "tab_rule", "lark") == "cpython"
     try:
         return Indentation(
             newline=str(postlex.NL_type),
@@ -138,7 +139,8 @@ def _indentation_of(postlex) -> Indentation:
             open_brackets=tuple(str(t) for t in postlex.OPEN_PAREN_types),
             close_brackets=tuple(str(t) for t in postlex.CLOSE_PAREN_types),
             tab_len=int(postlex.tab_len),
-            eof_newline=getattr(postlex, "tab_rule", "lark") == "cpython",
+            line_breaks="\n\r" if cpython else "\n",
+            eof_newline=cpython,
         )
     except (AttributeError, NotImplementedError, TypeError, ValueError) as e:
         raise ConfigurationError(f"postlex {type(postlex).__name__} does not define the Indenter attributes: {e}") from None
