@@ -912,6 +912,13 @@ CASES = [
     "package p; var x = f(func())",
     "package p; func f() { if f(func()) {} }",
     "package p; func f() { for x := range func() []int { return nil }() {} }\n",
+    # only an index or type arguments may come before a composite literal's `{`, never a slice
+    "package p; func f() { x[:] {} }",
+    "package p; var _ = x[1:]{}",
+    "package p; var _ = x[1:2:3]{}",
+    "package p; var _ = x[int]{}",
+    "package p; var _ = x.y[int, string]{}",
+    "package p; func f() { if x[:] {} }",
 ]
 
 # (source, what the grammar says): gofmt says the opposite; see the module docstring
