@@ -119,7 +119,8 @@ class ClassIndex:
         grid, lengths = grid[order], lengths[order]
         same = (grid[1:] == grid[:-1]) & (column[None, :] < np.minimum(lengths[1:], lengths[:-1])[:, None])
         lcp = np.zeros(len(order), dtype=np.int64)
-        lcp[1:] = np.cumprod(same, axis=1).sum(axis=1)
+        if same.shape[1]:
+            lcp[1:] = np.where(same.all(axis=1), same.shape[1], same.argmin(axis=1))
         return order, lcp
 
 

@@ -661,7 +661,12 @@ def _armed_tops(lexer: LexerAutomaton, tables: ParseTables, parser_term: np.ndar
 
 def _max_token_width(vocab: Vocabulary, widths: np.ndarray) -> int:
     """The most indentation width one token's bytes can add (line breaks ignored: an upper bound)."""
-    return max((int(widths[np.frombuffer(t, dtype=np.uint8)].clip(0).sum()) for t in vocab.tokens if t), default=0)
+    tokens = [t for t in vocab.tokens if t]
+    if not tokens:
+        return 0
+    added = widths.clip(0)[np.frombuffer(b"".join(tokens), dtype=np.uint8)]
+    starts = np.cumsum([0, *map(len, tokens[:-1])])
+    return int(np.add.reduceat(added, starts).max())
 
 
 def _no_check(phase: str) -> None:
