@@ -330,7 +330,7 @@ class _StateBuilder:
         self.queued[0] = True
         self.queue = [0]
         self.mask_ids: dict[bytes, int] = {}
-        self.refined: dict[int, np.ndarray] = {}
+        self.refined = _Refined(tables.n_states)
         self._exposed = None
         terminal_actions = tables.action[:, : tables.end]
         # LR states that can be on top of the stack between tokens: shift targets and the start.
@@ -516,11 +516,10 @@ class _StateBuilder:
         big = np.nonzero(found.sizes >= _REFINE_SIZE)[0]
         if len(big):
             clock_refine = time.perf_counter()
-            for i, p in enumerate(candidates.tolist()):
-                unsure = big[verdicts[i, big] == UNKNOWN]
-                if len(unsure):
-                    verdicts[i, unsure] = _refine(lr, self.exposed, tables.n_states, p, found.classes[unsure],
-                                                  class_arrays, self.refined)
+            rows, cols = np.nonzero(verdicts[:, big] == UNKNOWN)
+            if len(rows):
+                verdicts[rows, big[cols]] = self.refined.verdicts(
+                    candidates[rows], found.classes[big[cols]], (*lr, *self.exposed, tables.n_states), class_arrays)
             self.timings["refine"] += time.perf_counter() - clock_refine
             clock += time.perf_counter() - clock_refine
         n_local = len(found.classes)
@@ -573,21 +572,48 @@ def _distinct_rows(rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return first, inverse.ravel()
 
 
-def _refine(lr, exposed, n_states: int, p: int, ranks: np.ndarray, class_arrays, memo: dict) -> np.ndarray:
-    """Branching verdicts (see :func:`classify_classes`) for classes the one-state check left UNKNOWN."""
-    known = memo.get(p)
-    n_classes = int(ranks.max()) + 1
-    if known is None or len(known) < n_classes:
-        grown = np.full(max(n_classes, 2 * (0 if known is None else len(known))), -1, dtype=np.int8)
-        if known is not None:
-            grown[: len(known)] = known
-        known = memo[p] = grown
-    todo = ranks[known[ranks] < 0]
-    if len(todo):
-        out = np.empty(len(todo), dtype=np.int8)
-        classify_classes(*lr, *exposed, n_states, p, todo, *class_arrays, out)
-        known[todo] = out
-    return known[ranks]
+class _Refined:
+    """Branching verdicts (see :func:`classify_classes`) of (LR state, class) pairs the one-state check left
+    UNKNOWN, each computed once: a byte per pair, the classes' columns numbered as they first come."""
+
+    def __init__(self, n_states: int):
+        self.column = np.full(0, -1, dtype=np.int64)
+        self.memo = np.full((n_states, 0), -1, dtype=np.int8)
+        self.n_columns = 0
+
+    def _columns(self, classes: np.ndarray) -> np.ndarray:
+        """The memo columns of ``classes``, new ones numbered now."""
+        if int(classes.max()) >= len(self.column):
+            grown = np.full(max(int(classes.max()) + 1, 2 * len(self.column)), -1, dtype=np.int64)
+            grown[: len(self.column)] = self.column
+            self.column = grown
+        new = np.unique(classes[self.column[classes] < 0])
+        if len(new):
+            self.column[new] = np.arange(self.n_columns, self.n_columns + len(new))
+            self.n_columns += len(new)
+            if self.n_columns > self.memo.shape[1]:
+                grown = np.full((self.memo.shape[0], max(self.n_columns, 2 * self.memo.shape[1])), -1, dtype=np.int8)
+                grown[:, : self.memo.shape[1]] = self.memo
+                self.memo = grown
+        return self.column[classes]
+
+    def verdicts(self, states: np.ndarray, classes: np.ndarray, lr, class_arrays) -> np.ndarray:
+        """The verdict of class ``classes[i]`` on LR state ``states[i]`` for every ``i``; ``lr``: the arguments
+        :func:`classify_classes` takes before the state."""
+        columns = self._columns(classes)
+        known = self.memo[states, columns]
+        todo = np.flatnonzero(known < 0)
+        if len(todo):
+            by_state = todo[np.argsort(states[todo], kind="stable")]
+            bounds = np.flatnonzero(np.diff(states[by_state])) + 1
+            for group in np.split(by_state, bounds):
+                p = int(states[group[0]])
+                ranks = np.unique(classes[group])
+                out = np.empty(len(ranks), dtype=np.int8)
+                classify_classes(*lr, p, ranks, *class_arrays, out)
+                self.memo[p, self.column[ranks]] = out
+            known[todo] = self.memo[states[todo], columns[todo]]
+        return known
 
 
 def _with_alias_columns(tables: ParseTables, lexer: LexerAutomaton, parser_term: np.ndarray,
