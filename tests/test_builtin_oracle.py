@@ -1,0 +1,67 @@
+"""The built-in Python and Go grammars' masks equal the brute-force oracle at prefixes of real standard-library
+files, on SmolLM2.
+
+The oracle (:mod:`postlex_oracle`) shares nothing with the engine: it lexes with its own byte loop, runs the
+grammars' own postlex objects (``CPythonIndenter``, ``GoSemicolons``) and parses with Lark's LALR parser. The
+prefixes are token boundaries of whole files (fixed seeds), EOS included. CI checks a slice;
+``pytest -m slow tests/test_builtin_oracle.py`` checks 1,000 prefixes per language (issue 14's bar).
+"""
+
+from __future__ import annotations
+
+import random
+
+import numpy as np
+import pytest
+from conftest import get_vocab
+from postlex_oracle import PostlexOracle, allowed_mask
+from test_go_grammar import needs_go, stdlib_texts
+from test_python_grammar import stdlib_files
+
+from grammask import Compiler, Grammar
+from grammask.grammar.builtin.go_semicolons import GoSemicolons
+from grammask.grammar.builtin.python_indent import CPythonIndenter
+
+VOCAB = "smollm2"
+
+
+def _texts(language: str, n: int) -> list[str]:
+    if language == "python":
+        return [text for _, text in stdlib_files(n)]
+    return stdlib_texts(n)
+
+
+def _check(language: str, n_files: int, per_file: int, seed: int) -> int:
+    """Compare masks with the oracle at ``per_file`` random token boundaries of each of ``n_files`` files;
+    returns how many prefixes were compared (a mismatch fails with the prefix and the differing tokens)."""
+    grammar = Grammar.builtin(language)
+    vocab = get_vocab(VOCAB)
+    compiled = Compiler(vocab).compile(grammar)
+    oracle = PostlexOracle(grammar, vocab, CPythonIndenter() if language == "python" else GoSemicolons())
+    rng = random.Random(seed)
+    checked = 0
+    for text in _texts(language, n_files):
+        ids = vocab.encode(text)
+        cuts = sorted(rng.sample(range(len(ids) + 1), min(per_file, len(ids) + 1)))
+        m, done = compiled.matcher(), 0
+        for cut in cuts:
+            for t in ids[done:cut]:
+                assert m.accept_token(t), (vocab.decode(ids[:done])[-60:], vocab.tokens[t])
+            done = cut
+            want = oracle.mask(vocab.decode(ids[:done]))
+            diff = np.flatnonzero(want != allowed_mask(m))
+            shown = [(int(t), vocab.tokens[t] if t < len(vocab.tokens) else None, bool(want[t])) for t in diff[:10]]
+            assert not len(diff), (vocab.decode(ids[:done])[-80:], shown)
+            checked += 1
+    return checked
+
+
+@pytest.mark.parametrize("language", ["python", pytest.param("go", marks=needs_go)])
+def test_masks_equal_oracle(language):
+    assert _check(language, n_files=1, per_file=3, seed=0) == 3
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("language", ["python", pytest.param("go", marks=needs_go)])
+def test_masks_equal_oracle_many(language):
+    assert _check(language, n_files=25, per_file=40, seed=1) == 1000
