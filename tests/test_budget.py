@@ -221,14 +221,25 @@ KEYS_TOKENS = [b"{", b"}", b",", b":", b" ", b"true", b"null", b"a", b"1", b"{tr
                None]
 SPLIT_TOKENS = [b"p", b"q", b"k", b"x", b"xx", b"xxx", b" ", b"kx", b"pk", b"kxx", None]
 QUOTES_TOKENS = [b"a", b"b", b"'", b"''", b"'''", b"x", b" ", b"'x'", b"''x", None]
-CONTEXTUAL = ("lets", "keys", "split", "quotes")
+# A terminal that costs more in one mode than in another: after "pk" both XX and Y compete, so Y Y takes a
+# separator ("x", " ", "x"); after "qk" only Y does ("xx" is Y Y in one token). A count that took Y's cheaper
+# mode for both would promise "pk" "x" "x" in four tokens, EOS included.
+MODES = r"""
+start: "p" "k" (XX "z" "z" "z" "z" | Y Y) | "q" "k" Y Y
+XX: "xx"
+Y: "x"
+%ignore " "
+"""
+MODES_DOCS = ["pkx x", "qkxx", "pkxxzzzz", "q k x x"]
+MODES_TOKENS = [b"p", b"q", b"k", b"x", b"xx", b"z", b" ", b"pk", None]
+CONTEXTUAL = ("lets", "keys", "split", "quotes", "modes")
 
 
 def contextual_source(name: str) -> str:
     """The text of a small grammar the contextual lexer lexes otherwise than the basic one."""
     from test_contextual import KEYS, QUOTES, SPLIT
 
-    return {"lets": LETS, "keys": KEYS, "split": SPLIT, "quotes": QUOTES}[name]
+    return {"lets": LETS, "keys": KEYS, "split": SPLIT, "quotes": QUOTES, "modes": MODES}[name]
 
 
 def lark_judge(source: str):
@@ -251,7 +262,7 @@ def lark_judge(source: str):
 SMALL_CASES = {
     "expr": (EXPR, EXPR_TOKENS), "list": (LIST, LIST_TOKENS), "empty-rule": (PAIRS, PAIRS_TOKENS),
     "lets": ("lets", LETS_TOKENS), "keys": ("keys", KEYS_TOKENS), "split": ("split", SPLIT_TOKENS),
-    "quotes": ("quotes", QUOTES_TOKENS),
+    "quotes": ("quotes", QUOTES_TOKENS), "modes": ("modes", MODES_TOKENS),
 }
 
 
@@ -259,7 +270,7 @@ SMALL_CASES = {
 def test_every_path_of_a_small_vocabulary_finishes_within_its_budget(case):
     """Exhaustively: every reachable state has a non-empty mask, ``advance`` agrees with it, every path ends
     with EOS within the budget, and Lark (``parser="lalr"``, its default contextual lexer) parses the text
-    wherever EOS is allowed. The contextual lexer lexes the last four grammars otherwise than the basic one."""
+    wherever EOS is allowed. The contextual lexer lexes the last five grammars otherwise than the basic one."""
     source, tokens = SMALL_CASES[case]
     if case in CONTEXTUAL:
         source = contextual_source(source)
@@ -294,7 +305,7 @@ def test_every_path_of_a_small_vocabulary_finishes_within_its_budget(case):
 
 @pytest.mark.parametrize("name", CONTEXTUAL)
 def test_claimed_minimum_is_never_below_the_true_one_under_the_contextual_lexer(name):
-    tokens = dict(zip(CONTEXTUAL, (LETS_TOKENS, KEYS_TOKENS, SPLIT_TOKENS, QUOTES_TOKENS)))[name]
+    tokens = dict(zip(CONTEXTUAL, (LETS_TOKENS, KEYS_TOKENS, SPLIT_TOKENS, QUOTES_TOKENS, MODES_TOKENS)))[name]
     vocab = Vocabulary(tokens, [len(tokens) - 1], name="toy")
     compiled = _contextual(contextual_source(name), vocab)
     rng = np.random.default_rng(3)
@@ -351,7 +362,8 @@ def test_a_large_budget_leaves_every_mask_unchanged_under_the_contextual_lexer(n
     vocab = get_vocab("smollm2")
     source = contextual_source(name)
     compiled = _contextual(source, vocab)
-    docs = (LETS_DOCS if name == "lets" else SMALL[name][1]) + _sampled_documents(source, 6, seed=1)
+    docs = {"lets": LETS_DOCS, "modes": MODES_DOCS}.get(name) or SMALL[name][1]
+    docs = docs + _sampled_documents(source, 6, seed=1)
     for doc in docs:
         ids = vocab.encode(doc)
         free, budgeted = compiled.matcher(), compiled.matcher(max_tokens=10 * len(ids) + 10)
