@@ -14,6 +14,10 @@ terminal (a separator) that ends ``s``'s lexeme and is itself ended by every suc
 terminal's cost is its witness plus its end state's trail; ``lex_cost[q, X]`` is the cheapest
 way to finish the lexeme pending in ``q`` as ``X`` (last column: as an ignored terminal),
 trail included. Every count here is realised by an actual token sequence.
+
+Under a contextual lexer a lexeme starts in its mode's state, not in state 0: witnesses are kept per mode, a
+trail covers every mode the next lexeme may start in, and ``term_cost[X]`` is the costliest over the modes ``X``
+may be lexed in (so it is realised whichever mode a completion meets ``X`` in).
 """
 
 from __future__ import annotations
