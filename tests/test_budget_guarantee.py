@@ -33,8 +33,8 @@ from test_budget import CONTEXTUAL as SMALL_CONTEXTUAL
 from test_budget import EXPR, contextual_source, lark_judge
 
 from grammask import Grammar, compile
-from grammask.budget import INF
 from grammask.bitmask import allocate_bitmask, bitmask_to_bool
+from grammask.budget import INF
 from grammask.grammar.builtin import builtin_source
 
 JME = Path(__file__).parent.parent.parent / "shared" / "data" / "json-mode-eval"
