@@ -734,8 +734,6 @@ def _ending(engine: Engine) -> tuple:
     accept = lexer.accept
     parser_term = engine.parser_term
     eof_term = np.where(accept >= 0, parser_term[np.maximum(accept, 0)], -2).astype(np.int32)
-    if lexer.ban is not None:  # a contextual lexer's lexemes whose trailing context fails at the end of input
-        eof_term[(lexer.ban_row >= 0) & lexer.ban[np.maximum(lexer.ban_row, 0), 256]] = -2
     eof_term[0] = -1
     after_newline = np.zeros(tables.n_states, dtype=np.bool_)
     newline = dedent = -1
