@@ -225,7 +225,7 @@ def _failed(tag: str, p: cp.Problem, condition: str, why: str, max_new_tokens: i
 
 
 def budget_unsupported(compiled, problems: list[cp.Problem], max_new_tokens: int) -> str | None:
-    """Why the grammar cannot have token budgets at all (e.g. under the contextual lexer), or None.
+    """Why the grammar cannot have token budgets at all (e.g. an indenter under the contextual lexer), or None.
     Condition (c) is then skipped rather than decoded without a budget."""
     from grammask.errors import BudgetUnsupportedError, GrammaskError
 

@@ -20,6 +20,7 @@ import functools
 import json
 import shutil
 import subprocess
+import warnings
 from pathlib import Path
 
 import jsonschema
@@ -28,10 +29,12 @@ import pytest
 from conftest import get_vocab
 from lark import Lark
 from lark.exceptions import LarkError
-from test_budget import EXPR
+from test_budget import CONTEXTUAL as SMALL_CONTEXTUAL
+from test_budget import EXPR, contextual_source, lark_judge
 
 from grammask import Grammar, compile
 from grammask.bitmask import allocate_bitmask, bitmask_to_bool
+from grammask.budget import INF
 from grammask.grammar.builtin import builtin_source
 
 JME = Path(__file__).parent.parent.parent / "shared" / "data" / "json-mode-eval"
@@ -71,16 +74,7 @@ def _checker(name: str):
     if name.startswith("JME_"):
         validator = jsonschema.Draft202012Validator(_schema(name)["schema"])
         return lambda text: validator.is_valid(json.loads(text))
-    lark = Lark(EXPR if name == "expr" else builtin_source(name), parser="lalr", lexer="basic")
-
-    def parses(text: str) -> bool:
-        try:
-            lark.parse(text)
-        except LarkError:
-            return False
-        return True
-
-    return parses
+    return lark_judge(EXPR if name == "expr" else builtin_source(name), lexer="basic")
 
 
 def _random_logits(matcher, allowed: np.ndarray, rng: np.random.Generator, avoid: np.ndarray | None = None) -> int:
@@ -318,15 +312,21 @@ def _carriage_returns(name: str) -> np.ndarray:
     return out
 
 
-def _adversarial_postlex(name: str, offsets, runs: int) -> None:
-    rng = np.random.default_rng(abs(hash(name)) % 2**32)
-    for prefix in POSTLEX_PREFIXES[name]:
-        minimum = _postlex_compiled(name).matcher(prefix=prefix).min_tokens_to_finish()
+def _adversarial_prefixes(compiled, prefixes: list[str], judge, offsets, runs: int,
+                          avoid: np.ndarray | None = None) -> None:
+    """Runs after each prefix at the minimum plus each offset, by each chooser (never a token of ``avoid``)."""
+    rng = np.random.default_rng(abs(hash(compiled.grammar.name)) % 2**32)
+    for prefix in prefixes:
+        minimum = compiled.matcher(prefix=prefix).min_tokens_to_finish()
         for offset in offsets:
             for choose in CHOOSERS.values():
                 for _ in range(runs):
-                    _drive(_postlex_compiled(name), minimum + offset, choose, rng, _postlex_judge(name), prefix,
-                           _carriage_returns(name))
+                    _drive(compiled, minimum + offset, choose, rng, judge, prefix, avoid)
+
+
+def _adversarial_postlex(name: str, offsets, runs: int) -> None:
+    _adversarial_prefixes(_postlex_compiled(name), POSTLEX_PREFIXES[name], _postlex_judge(name), offsets, runs,
+                          _carriage_returns(name))
 
 
 @pytest.mark.parametrize("name", POSTLEX)
@@ -340,41 +340,109 @@ def test_guarantee_postlex_full(name):
     _adversarial_postlex(name, offsets=range(31), runs=2)
 
 
-def _postlex_soundness(name: str, count: int, rng: np.random.Generator) -> tuple[float, float]:
-    """From ``count`` random states (after a random prefix of the list, then random tokens): every claim is
-    followed by a walk of at most its length. Returns the share realised exactly and the mean gap."""
-    compiled = _postlex_compiled(name)
+def _prefix_soundness(compiled, prefixes: list[str], count: int, rng: np.random.Generator,
+                      avoid: np.ndarray | None = None) -> tuple[float, float]:
+    """From ``count`` random states (after a random one of ``prefixes``, then random tokens, never one of ``avoid``):
+    every finite claim is followed by a walk of at most its length. Returns the share realised exactly and the mean
+    gap (a state budgets cannot finish from, a dead end or text whose completions need a dropped reduction, counts
+    as neither)."""
     n = compiled.vocab.n_logits
     eos = list(compiled.vocab.eos_ids)
     row = allocate_bitmask(1, n)[0]
     exact, gap = 0, 0
     for _ in range(count):
-        prefixes = POSTLEX_PREFIXES[name]
         m = compiled.matcher(prefix=prefixes[int(rng.integers(len(prefixes)))])
         for _ in range(int(rng.integers(0, 25))):
             m.fill_mask(row)
-            allowed = bitmask_to_bool(row, n) & ~_carriage_returns(name)
+            allowed = bitmask_to_bool(row, n)
+            if avoid is not None:
+                allowed &= ~avoid
             allowed[eos] = False
             if not allowed.any():
                 break
             m.advance(int(rng.choice(np.flatnonzero(allowed))))
         claim = m.min_tokens_to_finish()
+        if claim >= INF:
+            continue
         length = _walk(m, claim, lambda lower, costs: lower[np.argmax(costs[lower])])
         assert length <= claim
         exact += length == claim
         gap += claim - length
-    print(f"\n  {name}: {count} states, exact {exact / count:.1%}, claim - walk {gap / count:.3f}")
+    print(f"\n  {compiled.grammar.name}: {count} states, exact {exact / count:.1%}, claim - walk {gap / count:.3f}")
     return exact / count, gap / count
 
 
 def test_soundness_postlex_ci():
     rng = np.random.default_rng(5)
     for name in POSTLEX:
-        _postlex_soundness(name, 8, rng)
+        _prefix_soundness(_postlex_compiled(name), POSTLEX_PREFIXES[name], 8, rng, _carriage_returns(name))
 
 
 @pytest.mark.slow
 def test_soundness_postlex_full():
     rng = np.random.default_rng(6)
     for name in POSTLEX:
-        _postlex_soundness(name, 100, rng)
+        _prefix_soundness(_postlex_compiled(name), POSTLEX_PREFIXES[name], 100, rng, _carriage_returns(name))
+
+
+# ---- the contextual lexer (Lark's default for LALR) where it lexes otherwise than the basic one ------------------
+#
+# The small grammars of tests/test_budget.py (keywords that are names elsewhere, a terminal whose separator depends
+# on the mode, branches the stack decides, a lookahead the mode bans) and SynCode's Go and Java; the judge is Lark
+# with the same contextual lexer. SynCode's Go and Java have conflicts resolved by Lark's rules, so budgets mask the
+# text whose every completion needs a dropped reduction, under either lexer (see README: budgets and conflicts).
+
+SYNCODE = Path(__file__).parent.parent.parent / "shared" / "data" / "syncode-grammars"
+CONTEXTUAL = [*SMALL_CONTEXTUAL, "syncode-go", "syncode-java"]
+CONTEXTUAL_PREFIXES = {
+    "syncode-go": ["", "package main\n\nfunc f(a int) int {\n\t", "package main\n\nimport \"fmt\"\n\nfunc main() {\n\tfmt.Println("],
+    "syncode-java": ["", "public class A {\n    public static int f(int[] a) {\n        return a[", "class A { void f() { g("],
+}
+
+
+def _contextual_text(name: str) -> str:
+    if not name.startswith("syncode-"):
+        return contextual_source(name)
+    path = SYNCODE / f"{name.removeprefix('syncode-')}.lark"
+    if not path.exists():
+        pytest.skip(f"SynCode's grammars not found at {SYNCODE}")
+    return path.read_text()
+
+
+@functools.cache
+def _contextual_compiled(name: str):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the conflicts Lark's rules resolve
+        compiled = compile(Grammar.from_lark(_contextual_text(name), lexer="contextual", name=name), get_vocab(VOCAB),
+                           cache=False)
+    assert compiled._engine.lexer.contextual
+    return compiled
+
+
+def _adversarial_contextual(name: str, offsets, runs: int) -> None:
+    _adversarial_prefixes(_contextual_compiled(name), CONTEXTUAL_PREFIXES.get(name, [""]),
+                          lark_judge(_contextual_text(name)), offsets, runs)
+
+
+@pytest.mark.parametrize("name", CONTEXTUAL)
+def test_guarantee_contextual_ci(name):
+    _adversarial_contextual(name, offsets=(0, 1, 3, 8, 20), runs=1)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", CONTEXTUAL)
+def test_guarantee_contextual_full(name):
+    _adversarial_contextual(name, offsets=range(31), runs=10)
+
+
+def test_soundness_contextual_ci():
+    rng = np.random.default_rng(7)
+    for name in CONTEXTUAL:
+        _prefix_soundness(_contextual_compiled(name), CONTEXTUAL_PREFIXES.get(name, [""]), 6, rng)
+
+
+@pytest.mark.slow
+def test_soundness_contextual_full():
+    rng = np.random.default_rng(8)
+    for name in CONTEXTUAL:
+        _prefix_soundness(_contextual_compiled(name), CONTEXTUAL_PREFIXES.get(name, [""]), 100, rng)

@@ -70,6 +70,15 @@ LONG: /'''[^']*'''/
 """
 QUOTES_DOCS = ["a'' 'x'", "b'''x''''y'", "a'x''y'", "b'' '''q'''"]
 
+# After "a" only A may stand, so no AB lexeme extends "x": there A's lookahead bans "x" before any byte but "y" and
+# at the end of input, which token budgets do not count.
+EOF_BAN = r"""
+start: "a" A Y | "b" (A Y | AB)
+A: /x(?=y)/
+AB: /x[a-xz]*/
+Y: "y"
+"""
+
 SMALL = {"let": (LET, LET_ONLY_CONTEXTUAL), "keys": (KEYS, KEYS_ONLY_CONTEXTUAL), "split": (SPLIT, SPLIT_DOCS),
          "quotes": (QUOTES, QUOTES_DOCS)}
 
@@ -216,8 +225,12 @@ def test_refusals_name_the_problem():
     with pytest.raises(ConfigurationError, match="'basic' or 'contextual'|'contextual' and 'basic'"):
         Grammar.from_lark(LET, lexer="dynamic")
     _, compiled = _compiled(LET, "smollm2")
-    with pytest.raises(BudgetUnsupportedError, match="contextual lexer"):
-        compiled.matcher(max_tokens=20)
+    assert compiled.matcher(max_tokens=20).max_tokens == 20  # budgets are built under the contextual lexer
+    _, banned = _compiled(EOF_BAN, "smollm2")
+    with pytest.raises(BudgetUnsupportedError, match="may not end the input.*lexer='basic'"):
+        banned.matcher(max_tokens=20)
+    with pytest.warns(UserWarning, match="without a token budget"):
+        assert banned.limited_matcher(20).max_tokens is None
     go = Grammar.from_lark(builtin_source("go"), postlex=builtin_postlex("go"), lexer="contextual")
     with pytest.raises(ConfigurationError, match="semicolon insertion.*lexer='basic'"):
         build_front(go)

@@ -178,6 +178,17 @@ def _grammask_accepts(compiled, doc: str) -> bool:
     return all(matcher.accept_token(t) for t in compiled.vocab.encode(doc)) and matcher.is_accepting()
 
 
+def test_budgets_are_refused_with_an_indenter():
+    from grammask.errors import BudgetUnsupportedError
+
+    _, compiled = _compiled(BLOCKS, BlocksIndenter(), "smollm2")
+    assert compiled._engine.lexer.contextual
+    with pytest.raises(BudgetUnsupportedError, match="contextual lexer.*indenter.*lexer='basic'"):
+        compiled.matcher(max_tokens=50)
+    with pytest.warns(UserWarning, match="without a token budget"):
+        assert compiled.limited_matcher(50).max_tokens is None
+
+
 def test_agrees_with_lark():
     """Whole documents, sampled and mutated: grammask's verdict is Lark's with ``lexer="contextual"``."""
     grammar, compiled = _compiled(BLOCKS, BlocksIndenter(), "llama3")

@@ -52,7 +52,7 @@ if TYPE_CHECKING:
     from grammask.errors import Deadline
     from grammask.vocab import Vocabulary
 
-FORMAT_VERSION = 6
+FORMAT_VERSION = 7
 
 _GROWING = ("pair_mask", "pair_marks", "masks", "marks_ptr", "marks", "state_class", "state_lcp", "state_dep",
             "dep_word_ptr", "dep_words", "dep_bits", "class_seq_ptr", "class_seq_terms", "class_follow")
@@ -317,7 +317,7 @@ class _StateBuilder:
             self.sup = Superpositions(int(options.max(initial=0)), tables.action.shape[1])
             n_terms = max(n_terms, self.sup.base + MAX_ALIASES)
             self.bans = None if lexer.ban is None else (lexer.ban_row, lexer.ban)
-            self.may = _may_follow(tables, lexer, parser_term, int(options.max(initial=0)))
+            self.may = may_follow(tables, lexer, parser_term, int(options.max(initial=0)))
         self.seqs = SequenceTable(n_terms)
         self.classes = ClassIndex(self.seqs, self.n_follow)
         self.deps = ClassTokens(self.n_words)
@@ -383,7 +383,7 @@ class _StateBuilder:
             self.walked[q] = self._walk(q)
             todo.extend(self.queue[known:])
         front = self.front
-        self.parse = _with_alias_columns(front.tables, front.lexer, front.parser_term, self.sup.aliases, self.indent)
+        self.parse = with_alias_columns(front.tables, front.lexer, front.parser_term, self.sup.aliases, self.indent)
         if self.indent is not None:
             self.indent = self.indent.with_alias_brackets(self.sup.aliases, front.parser_term)
 
@@ -616,8 +616,8 @@ class _Refined:
         return known
 
 
-def _with_alias_columns(tables: ParseTables, lexer: LexerAutomaton, parser_term: np.ndarray,
-                        aliases: list[tuple[int, int]], indent: IndentSpec | None) -> ParseTables:
+def with_alias_columns(tables: ParseTables, lexer: LexerAutomaton, parser_term: np.ndarray,
+                       aliases: list[tuple[int, int]], indent: IndentSpec | None) -> ParseTables:
     """The parse tables with a column per alias (terminal, bit set over its branch options), after the others:
     the terminal's actions, with the shifts into states of the other options' modes removed. An alias of the
     indenter's newline gets its *mode column* instead (see :mod:`grammask.indentation`): 0 in the LR states of its
@@ -636,8 +636,8 @@ def _with_alias_columns(tables: ParseTables, lexer: LexerAutomaton, parser_term:
     return dataclasses.replace(tables, action=np.hstack([action, extra]))
 
 
-def _may_follow(tables: ParseTables, lexer: LexerAutomaton, parser_term: np.ndarray, n_options: int,
-                ) -> tuple[np.ndarray, np.ndarray]:
+def may_follow(tables: ParseTables, lexer: LexerAutomaton, parser_term: np.ndarray, n_options: int,
+               ) -> tuple[np.ndarray, np.ndarray]:
     """Which parser terminal may be accepted right after a sequence item (see :func:`walk_contextual`): per parser
     terminal, and per lexer terminal and branch option (its shifts into that option's mode only)."""
     action = tables.action

@@ -189,6 +189,7 @@ def _stack_modes(
         branch_start=np.array([start_state[m] for _, m in branches], dtype=np.int32),
         branch_mode=np.array([m for _, m in branches], dtype=np.int32),
         lr_mode=lr_mode,
+        mode_start=start_state.astype(np.int32),
         ban_row=None if bans is None else ban_of[kept_rows[rep]].astype(np.int32),
         ban=bans,
     )

@@ -68,7 +68,8 @@ class LexerAutomaton:
     A contextual lexer (:mod:`grammask.automata.contextual`) has a mode per set of competing terminals,
     ``lr_mode[s]`` being LR state ``s``'s; where ``restart[q]`` is :data:`BRANCH`, the lexeme after one
     ending in ``q`` with terminal ``t`` starts in the mode of the LR state the parser reaches: one of
-    ``branch_mode[branch_ptr[t]:branch_ptr[t+1]]``, from the matching ``branch_start``.
+    ``branch_mode[branch_ptr[t]:branch_ptr[t+1]]``, from the matching ``branch_start``; ``mode_start[m]`` is the
+    state where mode ``m``'s lexemes start.
 
     A contextual lexer's mode may also *ban* a lexeme before some next bytes (its terminal's trailing context
     forbids them and no kept terminal extends it there): ``ban_row[q]`` (-1: none) is the row of ``ban`` (257
@@ -94,6 +95,7 @@ class LexerAutomaton:
     branch_start: np.ndarray | None = None
     branch_mode: np.ndarray | None = None
     lr_mode: np.ndarray | None = None
+    mode_start: np.ndarray | None = None
     ban_row: np.ndarray | None = None
     ban: np.ndarray | None = None
     counter: CountTables | None = field(default=None, compare=False, repr=False)

@@ -14,6 +14,10 @@ terminal (a separator) that ends ``s``'s lexeme and is itself ended by every suc
 terminal's cost is its witness plus its end state's trail; ``lex_cost[q, X]`` is the cheapest
 way to finish the lexeme pending in ``q`` as ``X`` (last column: as an ignored terminal),
 trail included. Every count here is realised by an actual token sequence.
+
+Under a contextual lexer a lexeme starts in its mode's state, not in state 0: witnesses are kept per mode, a
+trail covers every mode the next lexeme may start in, and ``term_cost[X]`` is the costliest over the modes ``X``
+may be lexed in (so it is realised whichever mode a completion meets ``X`` in).
 """
 
 from __future__ import annotations
@@ -38,71 +42,98 @@ class LexicalCosts:
     trail: np.ndarray
 
 
-def build_lexical_costs(lexer: LexerAutomaton, parser_term: np.ndarray, trie: VocabTrie,
-                        follows: np.ndarray) -> LexicalCosts:
+def build_lexical_costs(lexer: LexerAutomaton, parser_term: np.ndarray, trie: VocabTrie, follows: np.ndarray,
+                        lexable: np.ndarray | None = None) -> LexicalCosts:
     """Lexical costs for ``lexer`` over the vocabulary ``trie``; ``follows[x, y]``: parser terminal ``y`` may follow ``x``.
 
     Parser terminals no lexer terminal stands for (a postlex's declared ones) cost INF here. A parser
     terminal several lexer terminals stand for (a semicolon and the newline read as one) takes the
     cheapest; a lexer terminal whose meaning depends on the lexer's mode (that newline) separates only
     in the mode where it is ignored.
+
+    A contextual lexer's lexemes start in the state of their mode (``lexer.mode_start``): witnesses are kept per
+    mode, ``lexable[m, y]`` says whether parser terminal ``y`` may be lexed in mode ``m`` (some LR state of the
+    mode takes it), a trail covers every mode the next lexeme may start in, and ``term_cost[y]`` is the costliest
+    of ``y``'s witnesses over the modes it may be lexed in (whichever mode a completion meets, it pays no more).
     """
     n = lexer.n_states
-    adj, first = _inside_moves(trie.node_byte, trie.node_parent, trie.node_end, trie.node_tok_ptr, lexer.trans, n)
+    starts, mode_of = _starts(lexer)
+    n_starts = len(starts)
+    origin = np.full(n, -1, dtype=np.int64)
+    origin[starts] = np.arange(n_starts)
+    adj, first = _inside_moves(trie.node_byte, trie.node_parent, trie.node_end, trie.node_tok_ptr, lexer.trans, n,
+                               origin, n_starts)
     succ_ptr, succ = _csr(adj)
     pred_ptr, pred = _csr(adj.T)
     n_lex = len(lexer.terminals)
     accept = lexer.accept
     ignored = lexer.ignored
+    n_parser = follows.shape[0]
+    may_lex = np.ones((n_starts, n_parser), dtype=bool)
+    if lexable is not None:
+        may_lex[:] = False
+        for m, k in enumerate(mode_of.tolist()):
+            may_lex[k] |= lexable[m]
+    banned = np.zeros((n, 256), dtype=bool)  # a contextual lexer's bans: bytes before which a lexeme may not end
+    if lexer.ban is not None:
+        has = lexer.ban_row >= 0
+        banned[has] = lexer.ban[lexer.ban_row[has], :256]
 
-    # 1. One witness per lexer terminal: shortest inside path from the initial state.
-    from0 = _bfs(succ_ptr, succ, np.array([0]), n)
-    wit_cost = np.full(n_lex, INF, dtype=np.int64)
-    wit_end = np.full(n_lex, -1, dtype=np.int64)
-    wit_byte = np.full(n_lex, -1, dtype=np.int64)
+    # 1. One witness per lexer terminal and start: shortest inside path from the start.
+    wit_cost = np.full((n_starts, n_lex), INF, dtype=np.int64)
+    wit_end = np.full((n_starts, n_lex), -1, dtype=np.int64)
+    wit_byte = np.full((n_starts, n_lex), -1, dtype=np.int64)
     ends_somewhere = np.zeros(256, dtype=np.int64)  # per byte: how many accepting states it extends
     accepting = np.nonzero(accept >= 0)[0]
     ends_somewhere[:] = (lexer.trans[accepting] >= 0).sum(axis=0)
-    for x in range(n_lex):
-        states = np.nonzero(accept == x)[0]
-        if not len(states) or from0[states].min() >= INF:
-            continue
-        e = int(states[np.argmin(from0[states])])
-        wit_cost[x], wit_end[x] = from0[e], e
-        to_e = _bfs(pred_ptr, pred, np.array([e]), n)
-        hops = np.nonzero(adj[0] & (to_e == from0[e] - 1))[0]
-        candidates = np.nonzero(first[hops].any(axis=0))[0]
-        wit_byte[x] = candidates[np.argmin(ends_somewhere[candidates])]
+    for k, s0 in enumerate(starts.tolist()):
+        from0 = _bfs(succ_ptr, succ, np.array([s0]), n)
+        for x in range(n_lex):
+            states = np.nonzero(accept == x)[0]
+            if not len(states) or from0[states].min() >= INF:
+                continue
+            e = int(states[np.argmin(from0[states])])
+            wit_cost[k, x], wit_end[k, x] = from0[e], e
+            to_e = _bfs(pred_ptr, pred, np.array([e]), n)
+            hops = np.nonzero(adj[s0] & (to_e == from0[e] - 1))[0]
+            candidates = np.nonzero(first[k][hops].any(axis=0))[0]
+            wit_byte[k, x] = candidates[np.argmin(ends_somewhere[candidates])]
 
     # 2. Trails: what it takes to end a lexeme at state s before the witness that follows it.
     moded = {lexer.terminals.index(a.rsplit(":", 1)[0]) for a, _ in lexer.aliases}
     ign_terms = np.nonzero(ignored)[0].tolist()
     parser_of = {int(t): int(parser_term[t]) for t in range(n_lex)}
-    n_parser = follows.shape[0]
-    lex_of_parser: dict[int, int] = {}  # each parser terminal's cheapest lexer terminal
-    for t, p in parser_of.items():
-        if p >= 0 and (p not in lex_of_parser or wit_cost[t] < wit_cost[lex_of_parser[p]]):
-            lex_of_parser[p] = t
-    follower_bytes = []  # per lexer terminal: first bytes of the witnesses that may follow it
-    for x in range(n_lex):
-        ps = range(n_parser) if ignored[x] or parser_of[x] < 0 else np.nonzero(follows[parser_of[x]])[0].tolist()
-        ys = [lex_of_parser[p] for p in ps if p in lex_of_parser]
-        follower_bytes.append(np.unique([wit_byte[y] for y in ys if wit_byte[y] >= 0]).astype(np.int64))
-    all_bytes = np.unique([b for b in wit_byte[[lex_of_parser[p] for p in sorted(lex_of_parser)]] if b >= 0])
-    clean = {i for i in ign_terms if wit_end[i] >= 0 and not (lexer.trans[wit_end[i], all_bytes] >= 0).any()}
+    lex_of_parser: list[dict[int, int]] = []  # per start, each parser terminal's cheapest lexer terminal
+    for k in range(n_starts):
+        cheapest: dict[int, int] = {}
+        for t, p in parser_of.items():
+            if 0 <= p < n_parser and may_lex[k, p] and wit_end[k, t] >= 0 and (
+                    p not in cheapest or wit_cost[k, t] < wit_cost[k, cheapest[p]]):
+                cheapest[p] = t
+        lex_of_parser.append(cheapest)
+    follower_bytes = [[_follower_bytes(x, ignored, parser_of, follows, lex_of_parser[k], wit_byte[k])
+                       for x in range(n_lex)] for k in range(n_starts)]
+    cleans = []
+    for k in range(n_starts):
+        all_bytes = np.unique(wit_byte[k, list(lex_of_parser[k].values())]).astype(np.int64)
+        cleans.append({i for i in ign_terms if wit_end[k, i] >= 0 and not _blocked(lexer, banned, wit_end[k, i], all_bytes)})
     armed = np.zeros(n, dtype=bool)  # with semicolon insertion, the second copy of the lexer's states
     if lexer.aliases:
         armed[n // 2:] = True
     trail = np.full(n, INF, dtype=np.int64)
     for s in accepting.tolist():
-        fb = follower_bytes[accept[s]]
-        if not (lexer.trans[s, fb] >= 0).any():
-            trail[s] = 0
-            continue
-        for i in clean - moded if armed[s] else clean:  # an armed newline would be a semicolon
-            b = wit_byte[i]
-            if lexer.trans[s, b] < 0 and lexer.trans[0, b] >= 0 and not (lexer.trans[wit_end[i], fb] >= 0).any():
-                trail[s] = min(trail[s], wit_cost[i])
+        worst = 0
+        for k in _next_starts(lexer, s, origin):
+            fb = follower_bytes[k][accept[s]]
+            if not _blocked(lexer, banned, s, fb):
+                continue
+            best = INF
+            for i in cleans[k] - moded if armed[s] else cleans[k]:  # an armed newline would be a semicolon
+                b = wit_byte[k, i]
+                if not _blocked(lexer, banned, s, np.array([b])) and not _blocked(lexer, banned, wit_end[k, i], fb):
+                    best = min(best, wit_cost[k, i])
+            worst = max(worst, best)
+        trail[s] = worst
 
     # 3. Finishing the pending lexeme: shortest inside paths to an accepting state, plus its trail.
     seed = np.full((n, n_parser + 1), INF, dtype=np.int64)
@@ -111,11 +142,45 @@ def build_lexical_costs(lexer: LexerAutomaton, parser_term: np.ndarray, trie: Vo
         seed[s, col] = min(seed[s, col], trail[s])
     lex_cost = _relax(succ_ptr, succ, seed)
     term_cost = np.full(n_parser, INF, dtype=np.int64)
-    for p, t in lex_of_parser.items():
-        if wit_end[t] >= 0:
-            term_cost[p] = min(INF, wit_cost[t] + trail[wit_end[t]])
+    for p in range(n_parser):
+        if not may_lex[:, p].any():
+            continue
+        costs = [wit_cost[k, t] + trail[wit_end[k, t]] if (t := lex_of_parser[k].get(p)) is not None else INF
+                 for k in np.flatnonzero(may_lex[:, p]).tolist()]
+        term_cost[p] = min(INF, max(costs))
     return LexicalCosts(np.minimum(lex_cost, INF).astype(np.int32), np.minimum(term_cost, INF).astype(np.int32),
                         np.minimum(trail, INF).astype(np.int32))
+
+
+def _starts(lexer: LexerAutomaton) -> tuple[np.ndarray, np.ndarray]:
+    """The states lexemes start in (state 0; a contextual lexer's mode starts) and each mode's index among them."""
+    if not lexer.contextual:
+        return np.zeros(1, dtype=np.int64), np.zeros(1, dtype=np.int64)
+    starts, mode_of = np.unique(lexer.mode_start.astype(np.int64), return_inverse=True)
+    return starts, mode_of.ravel()
+
+
+def _next_starts(lexer: LexerAutomaton, s: int, origin: np.ndarray) -> list[int]:
+    """The starts (indices) the lexeme after one ending in ``s`` may start in: the only one without modes (semicolon
+    insertion's two copies lex alike), several at a contextual lexer's branch."""
+    if not lexer.contextual:
+        return [0]
+    return sorted({int(origin[q]) for q in lexer.next_starts(s)})
+
+
+def _follower_bytes(x: int, ignored: np.ndarray, parser_of: dict[int, int], follows: np.ndarray,
+                    lex_of_parser: dict[int, int], wit_byte: np.ndarray) -> np.ndarray:
+    """First bytes of the witnesses (of one start) of the parser terminals that may follow lexer terminal ``x``."""
+    if ignored[x] or parser_of[x] < 0:
+        ps = range(follows.shape[0])
+    else:
+        ps = np.nonzero(follows[parser_of[x]])[0].tolist()
+    return np.unique([wit_byte[lex_of_parser[p]] for p in ps if p in lex_of_parser]).astype(np.int64)
+
+
+def _blocked(lexer: LexerAutomaton, banned: np.ndarray, s: int, next_bytes: np.ndarray) -> bool:
+    """Whether a lexeme in state ``s`` fails to end before some byte of ``next_bytes`` (it extends, or is banned)."""
+    return bool((lexer.trans[s, next_bytes] >= 0).any() or banned[s, next_bytes].any())
 
 
 @nb.njit(cache=True)
@@ -128,9 +193,10 @@ def node_depths(node_parent):
 
 
 @nb.njit(cache=True)
-def _inside_moves(node_byte, node_parent, node_end, node_tok_ptr, trans, n_states):
+def _inside_moves(node_byte, node_parent, node_end, node_tok_ptr, trans, n_states, origin, n_starts):
     """``adj[q, q']``: some token stays inside the lexeme from ``q`` and ends in ``q'``;
-    ``first[q', b]``: some token whose first byte is ``b`` does so from the initial state to ``q'``.
+    ``first[k, q', b]``: some token whose first byte is ``b`` does so from start ``k`` (the state ``q`` with
+    ``origin[q] == k``) to ``q'``.
 
     All lexer states are walked at once down the vocabulary trie, keeping per depth the compact
     list of states still alive; a subtree where none is alive is skipped.
@@ -138,7 +204,7 @@ def _inside_moves(node_byte, node_parent, node_end, node_tok_ptr, trans, n_state
     depth = node_depths(node_parent)
     levels = depth.max() + 1
     adj = np.zeros((n_states, n_states), dtype=np.bool_)
-    first = np.zeros((n_states, 256), dtype=np.bool_)
+    first = np.zeros((n_starts, n_states, 256), dtype=np.bool_)
     lane_state = np.empty((levels, n_states), dtype=np.int32)
     lane_origin = np.empty((levels, n_states), dtype=np.int32)
     alive = np.zeros(levels, dtype=np.int64)
@@ -168,8 +234,8 @@ def _inside_moves(node_byte, node_parent, node_end, node_tok_ptr, trans, n_state
             for k in range(m):
                 q = lane_origin[d, k]
                 adj[q, lane_state[d, k]] = True
-                if q == 0:
-                    first[lane_state[d, k], first_byte] = True
+                if origin[q] >= 0:
+                    first[origin[q], lane_state[d, k], first_byte] = True
         n += 1
     return adj, first
 

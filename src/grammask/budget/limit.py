@@ -98,7 +98,7 @@ class TokenBudget:
             return
         self._last = (lexstate, stack, used, context, None)
         top, level, static = self._top(stack, context)
-        if static and self.rt.state_bound[lexstate] + level <= slack:
+        if static and self.rt.state_bound(lexstate) + level <= slack:
             return  # even the costliest token of this lexer state fits
         groups = self.rt.groups(lexstate)
         n_dedents = 0 if context is None else len(context[0]) - 1
@@ -139,7 +139,7 @@ class TokenBudget:
             return last[4] is None or bool((int(last[4][token_id >> 5]) >> (token_id & 31)) & 1)
         slack = self.limit - used - 2
         _, level, static = self._top(stack, context)
-        if static and self.rt.state_bound[lexstate] + level <= slack:
+        if static and self.rt.state_bound(lexstate) + level <= slack:
             return True
         return 0 <= self._state_cost(new_lexstate, new_stack, new_context) <= slack
 

@@ -26,7 +26,8 @@ import numpy as np
 
 from grammask.budget.bounds import token_bound
 from grammask.budget.costs import INF, add
-from grammask.budget.tables import BudgetTables
+from grammask.budget.readings import ModeReadings
+from grammask.budget.tables import UNBOUNDED, BudgetTables
 from grammask.classes import class_words
 from grammask.indentation import byte_widths
 from grammask.parser.kernels import ALWAYS, NEVER, feed_terminal
@@ -491,7 +492,7 @@ class BudgetRuntime:
         self.ending = (*_ending(engine), np.int64(tables.end_discount), *_fixed_tops(engine))
         self.after_newline_state = engine.lexer.n_states
         """A lexer state past the lexer's: a newline just ended, the next lexeme is no newline (see :func:`_lexical`)."""
-        self.state_bound = t.state_bound.tolist()
+        self._state_bound = t.state_bound.tolist()
         self.n_words = m.masks.shape[1]
         self._bound_args = (t.finish_bound, t.ignore_cost, t.bound_exit, t.goto_exit_max, t.eps1)
         self._groups: dict[int, StateTokens] = {}
@@ -502,6 +503,11 @@ class BudgetRuntime:
             self._newline = NewlineWidths(engine.indent.newline_lexer, engine.indent.base, widths)
             longest = max((len(b) for b in engine.vocab.tokens if b), default=1)
             n_ids = engine.indent.max_id(longest * int(widths.max())) + 1
+        self._readings = None
+        if engine.lexer.contextual:
+            self._readings = ModeReadings(engine)
+            self.lr = (self._readings.action, *self.lr[1:])
+            n_ids = self._readings.n_ids
         self._seqs = SequenceTable(n_ids)
         self._walk: TrieWalk | None = None  # scratch of the vocabulary walks, made on the first one
         self._lock = threading.Lock()
@@ -593,6 +599,15 @@ class BudgetRuntime:
         return int(self.probe_costs(nodes, row, _ONE, _EMPTY_PTR, _EMPTY_TERMS, np.array([lexstate]),
                                     n_dedents=len(levels) - 1, flat=bool(nodes.flat[row]))[0])
 
+    def state_bound(self, lexstate: int) -> int:
+        """The largest :func:`token_bound` over the tokens read from ``lexstate`` (-1: none): precomputed, or under a
+        contextual lexer the largest of the state's groups (built on first use)."""
+        bound = self._state_bound[lexstate]
+        if bound == UNBOUNDED:
+            neg = self.groups(lexstate).neg_bounds
+            bound = self._state_bound[lexstate] = int(-neg[0]) if len(neg) else -1
+        return bound
+
     def groups(self, lexstate: int) -> StateTokens:
         """The token groups of a lexer state (built on first use: one vocabulary walk, milliseconds)."""
         hit = self._groups.get(lexstate)
@@ -608,8 +623,12 @@ class BudgetRuntime:
         trie = c.trie
         if self._walk is None:
             self._walk = TrieWalk(trie)
-        entries, seq, end = walk_alive(trie, c.lexer.trans, c.lexer.accept, c.parser_term, q, self._seqs, self._walk,
-                                       newline=self._newline, restart=c.lexer.restarts)
+        if self._readings is None:
+            entries, seq, end = walk_alive(trie, c.lexer.trans, c.lexer.accept, c.parser_term, q, self._seqs,
+                                           self._walk, newline=self._newline, restart=c.lexer.restarts)
+        else:
+            entries, seq, end = self._readings.walk(trie, q, self._seqs, self._walk)
+            self.lr = (self._readings.action, *self.lr[1:])
         n_lex = c.lexer.n_states
         width = self._end_widths(q, trie.token_ids[entries], end)
         keys, token_group = np.unique(np.stack([seq.astype(np.int64) * n_lex + end, width]), axis=1, return_inverse=True)
@@ -647,7 +666,8 @@ class BudgetRuntime:
         """:func:`token_bound` of a group (an indenter's newline counts as the terminals it may feed)."""
         indent = self.engine.indent
         if indent is None:
-            return token_bound(len(seq), seq[-1] if seq else 0, end, *self._bound_args)
+            last = 0 if not seq else seq[-1] if self._readings is None else self._readings.parser_terminal(seq[-1])
+            return token_bound(len(seq), last, end, *self._bound_args)
         weight = self.tables.bound_weight[indent.newline_lexer]
         n = sum(int(weight) if x >= indent.base else 1 for x in seq)
         last = (indent.newline if seq[-1] >= indent.base else seq[-1]) if seq else 0

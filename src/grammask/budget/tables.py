@@ -23,12 +23,16 @@ from grammask.budget.parser_costs import (
     follow_terminals,
 )
 from grammask.indentation import byte_widths
+from grammask.parser.tables import ERROR
 
 if TYPE_CHECKING:
     from grammask.engine import Engine
 
 BUDGET_KIND = "budget2"
 """The cache kind of budget tables; the number changes with their format."""
+
+UNBOUNDED = -2
+"""``state_bound`` of a state not bounded yet (a contextual lexer's: see :meth:`~.runtime.BudgetRuntime.state_bound`)."""
 
 DEDENT_CAP = 6
 """Under an indenter, the static bounds hold while at most this many levels are open (a newline then feeds at
@@ -40,7 +44,8 @@ class BudgetTables:
     """Everything a budgeted matcher reads (see :mod:`.lexical`, :mod:`.parser_costs`, :mod:`.bounds`).
 
     ``state_bound[q]`` bounds (without the stack's level) the completion cost after any token
-    read from lexer state ``q``; ``finish_bound`` and ``ignore_cost`` are its per-state parts,
+    read from lexer state ``q`` (:data:`UNBOUNDED` under a contextual lexer, whose bounds come from each state's
+    token groups at decoding time); ``finish_bound`` and ``ignore_cost`` are its per-state parts,
     ``bound_exit`` the exit bounds they use (an indenter's newline raised to cover the indent or
     dedents it brings) and ``bound_term``/``bound_weight`` per lexer terminal the symbol and the
     number of parser terminals a bound counts for it (see :mod:`.bounds`).
@@ -90,7 +95,7 @@ def build_budget_tables(engine: Engine) -> BudgetTables:
     parser_term = engine.parser_term.copy()
     if indent is not None:
         parser_term[parser_term >= indent.base] = indent.newline
-    lexical = build_lexical_costs(engine.lexer, parser_term, trie, follow_terminals(tables))
+    lexical = build_lexical_costs(engine.lexer, parser_term, trie, follow_terminals(tables), _lexable(engine))
     newlines = flat = None
     weight = (parser_term >= 0).astype(np.int64)
     if indent is None:
@@ -118,14 +123,29 @@ def build_budget_tables(engine: Engine) -> BudgetTables:
     finish, ignore = finish_bounds(lexical.lex_cost, follow_sets, m.state_follow, bound_exit)
     if newlines is not None:
         finish = np.maximum(finish, _newline_finish(newlines, indent.newline, bound_exit, goto_exit_max, eps1))
-    bound = state_bounds(trie.node_byte, trie.node_parent, trie.node_end, trie.node_tok_ptr, engine.lexer.trans,
-                         engine.lexer.accept, engine.lexer.restarts, parser_term, weight, finish, ignore, bound_exit,
-                         goto_exit_max, eps1)
+    if engine.lexer.contextual:  # the next lexeme's mode may depend on the stack: bounded per state from its groups
+        bound = np.full(engine.lexer.n_states, UNBOUNDED, dtype=np.int64)
+    else:
+        bound = state_bounds(trie.node_byte, trie.node_parent, trie.node_end, trie.node_tok_ptr, engine.lexer.trans,
+                             engine.lexer.accept, engine.lexer.restarts, parser_term, weight, finish, ignore,
+                             bound_exit, goto_exit_max, eps1)
     discount = 0
     if indent is not None and indent.eof_newline and _ends_with(tables, indent.newline, indent.dedent):
         discount = newlines.term
     return BudgetTables(lexical, parser, finish, ignore, bound, bound_exit, parser_term, weight, newlines, flat,
                         discount, seconds=time.perf_counter() - start)
+
+
+def _lexable(engine: Engine) -> np.ndarray | None:
+    """Under a contextual lexer, ``out[m, y]``: some LR state of mode ``m`` takes parser terminal ``y`` (shifts or
+    reduces on it), so ``y`` may be lexed in that mode; None for the basic lexer."""
+    lexer, tables = engine.lexer, engine.parse
+    if not lexer.contextual:
+        return None
+    out = np.zeros((len(lexer.mode_start), tables.end), dtype=bool)
+    tops = np.flatnonzero(lexer.lr_mode >= 0)
+    np.logical_or.at(out, lexer.lr_mode[tops], tables.action[tops, : tables.end] != ERROR)
+    return out
 
 
 def _ends_with(tables, last: int, transparent: int) -> bool:

@@ -1,0 +1,62 @@
+"""Token groups under a contextual lexer: the budget's own vocabulary walks and the parse table columns they need.
+
+After a terminal whose next lexeme's mode the stack decides, a token may be read several ways (one per mode it
+may continue in); the walk of :mod:`grammask.contextual_walk` writes such terminals as *aliases* (terminal, set of
+modes), and an alias's parse table column takes the terminal only where the state it shifts into is of those
+modes. Fed those columns, at most one reading of a token parses on a given stack: the one the contextual lexer
+makes there. The budget walks lexer states on first use, so it interns its own aliases and keeps its own columns.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from grammask.contextual_walk import MAX_ALIASES, Superpositions, walk_contextual
+from grammask.mask_tables import may_follow, with_alias_columns
+from grammask.spanner import SequenceTable, TrieWalk, VocabTrie
+
+if TYPE_CHECKING:
+    from grammask.engine import Engine
+
+
+class ModeReadings:
+    """A contextual lexer's token readings for the budget: :meth:`walk` and the ``action`` table with the aliases'
+    columns (grown as walks add aliases; the caller serializes walks)."""
+
+    def __init__(self, engine: Engine):
+        lexer, tables = engine.lexer, engine.parse
+        self._lexer = lexer
+        self._parser_term = engine.parser_term
+        self.base = tables.end + 1
+        self._tables = dataclasses.replace(tables, action=np.ascontiguousarray(tables.action[:, : self.base]))
+        options = int(np.diff(lexer.branch_ptr).max(initial=0))
+        self._sup = Superpositions(options, self.base)
+        self._may = may_follow(self._tables, lexer, engine.parser_term, options)
+        self._bans = None if lexer.ban is None else (lexer.ban_row, lexer.ban)
+        self.action = self._tables.action
+        self.n_ids = self.base + MAX_ALIASES
+        """Parser terminal ids a sequence may hold (aliases included): the size of the walks' sequence table."""
+
+    def walk(self, trie: VocabTrie, q: int, seqs: SequenceTable, work: TrieWalk
+             ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Every reading of every token from lexer state ``q`` (see
+        :func:`~grammask.contextual_walk.walk_contextual`); ``action`` then has a column for each alias they hold.
+
+        Raises :class:`~grammask.errors.GrammarError` where the walk's tables outgrow their bounds."""
+        lexer = self._lexer
+        found = walk_contextual(trie, lexer.trans, lexer.accept, lexer.restart, lexer.ignored, self._parser_term,
+                                lexer.branch_ptr, lexer.branch_start, q, seqs, self._sup, work, self._may, None,
+                                self._bans)
+        aliases = self._sup.aliases
+        if len(aliases) > self.action.shape[1] - self.base:
+            self.action = with_alias_columns(self._tables, lexer, self._parser_term, aliases, None).action
+        return found
+
+    def parser_terminal(self, x: int) -> int:
+        """The parser terminal a sequence item stands for (an alias: its terminal's)."""
+        if x < self.base:
+            return x
+        return int(self._parser_term[self._sup.alias_term[x - self.base]])
