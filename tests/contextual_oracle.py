@@ -104,7 +104,7 @@ class ContextualOracle:
             return ip
         key = (tuple(ip.parser_state.state_stack), term)
         if key not in self._fed:
-            branch = ip.copy()
+            branch = ip.copy(deepcopy_values=False)
             try:
                 branch.feed_token(Token(self.names[term], ""))
             except UnexpectedToken:

@@ -89,7 +89,7 @@ class ContextualPostlexOracle:
 
     def _run(self, parse: _Parse, tokens: list[Token]) -> _Parse | None:
         """The parser and postlex after ``tokens`` went through the postlex into the parser, or None if rejected."""
-        ip, post = parse.ip.copy(), parse.post.copy()
+        ip, post = parse.ip.copy(deepcopy_values=False), parse.post.copy()
         try:
             for tok in post.run(tokens):
                 ip.feed_token(tok)
@@ -118,7 +118,7 @@ class ContextualPostlexOracle:
 
     def _ends(self, parse: _Parse) -> bool:
         """Whether the input may end here: the postlex's end, then ``$END``."""
-        ip, post = parse.ip.copy(), parse.post.copy()
+        ip, post = parse.ip.copy(deepcopy_values=False), parse.post.copy()
         try:
             for tok in post.end():
                 ip.feed_token(tok)

@@ -106,7 +106,7 @@ class MaskOracle:
             key = tuple(terms)
             acc = after_cache.get(key, False)
             if acc is False:
-                branch = ip.copy()
+                branch = ip.copy(deepcopy_values=False)
                 acc = branch.accepts() if self._feed(branch, terms) else None
                 after_cache[key] = acc
             if acc is None:
@@ -122,7 +122,7 @@ class MaskOracle:
             term = self.accept[state]
             if term < 0:
                 return False
-            ip = ip.copy()
+            ip = ip.copy(deepcopy_values=False)
             if not self._feed(ip, [term]):
                 return False
         return "$END" in ip.accepts()

@@ -155,7 +155,7 @@ class PostlexOracle:
         return True
 
     def _ends(self, ip, post) -> bool:
-        ip, post = ip.copy(), post.copy()
+        ip, post = ip.copy(deepcopy_values=False), post.copy()
         try:
             for tok in post.end():
                 ip.feed_token(tok)
@@ -174,12 +174,12 @@ class PostlexOracle:
             return True
         newlines = [x for x in produce if self.names[x] in post.newlines]
         if isinstance(post, _SemicolonState):
-            return any(self._run(ip.copy(), post.copy(), [(x, b"\n")]) for x in newlines)
+            return any(self._run(ip.copy(deepcopy_values=False), post.copy(), [(x, b"\n")]) for x in newlines)
         if not newlines:
             return False
         levels = list(post.ind.indent_level)
         for width in [*levels, levels[-1] + 1]:
-            ip2, post2 = ip.copy(), post.copy()
+            ip2, post2 = ip.copy(deepcopy_values=False), post.copy()
             if not self._run(ip2, post2, [(newlines[0], b"\n" + b" " * width)]):
                 continue
             if post2.ind.paren_level == 0 and self._ends(ip2, post2):
@@ -208,7 +208,7 @@ class PostlexOracle:
             key = (tuple((t, text if self.names[t] in post.newlines else b"") for t, text in lexemes), end)
             ok = verdicts.get(key)
             if ok is None:
-                ip2, post2 = ip.copy(), post.copy()
+                ip2, post2 = ip.copy(deepcopy_values=False), post.copy()
                 ok = verdicts[key] = self._run(ip2, post2, lexemes) and self._pending_ok(ip2, post2, end)
             allowed[tok] = ok
         if self._eos_ok(ip, post, state, pending):
@@ -226,7 +226,7 @@ class PostlexOracle:
         return self._run(ip, post, done) and self._eos_ok(ip, post, state, pending)
 
     def _eos_ok(self, ip, post, state: int, pending: bytes) -> bool:
-        ip, post = ip.copy(), post.copy()
+        ip, post = ip.copy(deepcopy_values=False), post.copy()
         if state != 0:
             term = self.accept[state]
             if term < 0 or not self._run(ip, post, [(term, pending)]):
