@@ -285,7 +285,7 @@ def build_mask_tables(front: Front, vocab: Vocabulary, walks: TrieWalkPool, dead
     tables = builder.tables
     if front.lexer.contextual:
         builder.walk_contextual(deadline)
-    if lazy and not front.lexer.contextual and front.lexer.counter is None and front.indent is None:
+    if lazy and not front.lexer.contextual and front.indent is None:
         tables.ensure(0)
     else:
         tables.complete_all(deadline)
