@@ -146,12 +146,18 @@ def _intervals(edges: list[tuple[int, int, int]]) -> list[tuple[int, int, frozen
     """Split overlapping byte-range edges into disjoint ranges, each with every target it reaches."""
     if not edges:
         return []
-    points = sorted({lo for lo, _, _ in edges} | {hi + 1 for _, hi, _ in edges})
+    by_range: dict[tuple[int, int], list[int]] = {}
+    for lo, hi, t in edges:
+        by_range.setdefault((lo, hi), []).append(t)
+    if len(by_range) == 1:
+        ((lo, hi), ts), = by_range.items()
+        return [(lo, hi, frozenset(ts))]
+    points = sorted({lo for lo, _ in by_range} | {hi + 1 for _, hi in by_range})
     index = {p: i for i, p in enumerate(points)}
     targets: list[set[int]] = [set() for _ in points]
-    for lo, hi, t in edges:
+    for (lo, hi), ts in by_range.items():
         for i in range(index[lo], index[hi + 1]):
-            targets[i].add(t)
+            targets[i].update(ts)
     return [(points[i], points[i + 1] - 1, frozenset(ts)) for i, ts in enumerate(targets) if ts]
 
 
