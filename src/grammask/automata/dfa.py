@@ -300,7 +300,12 @@ def _bfs_order(columns: np.ndarray, start: int) -> list[int]:
 
 
 # Fixed weights for hashing a state's successor blocks: the result does not depend on them.
-_WEIGHTS = np.random.default_rng(20240601).integers(1, 2**63, size=258, dtype=np.uint64) | np.uint64(1)
+def _weights(n: int) -> np.ndarray:
+    """``n`` fixed odd weights (the first ones the same for every ``n``)."""
+    return np.random.default_rng(20240601).integers(1, 2**63, size=n, dtype=np.uint64) | np.uint64(1)
+
+
+_WEIGHTS = _weights(258)
 
 
 def _coarsest_stable_partition(initial: np.ndarray, columns: np.ndarray, deadline: Deadline) -> np.ndarray:
@@ -311,7 +316,7 @@ def _coarsest_stable_partition(initial: np.ndarray, columns: np.ndarray, deadlin
     then checked for stability and, if a collision slipped through, refined further with exact
     row comparisons. Both phases converge to the same (unique) coarsest stable partition.
     """
-    weights = _WEIGHTS[: columns.shape[1] + 1]
+    weights = _WEIGHTS[: columns.shape[1] + 1] if columns.shape[1] < len(_WEIGHTS) else _weights(columns.shape[1] + 1)
     block = initial
     n_blocks = int(block.max()) + 1
     while True:
