@@ -2,9 +2,24 @@
 
 from __future__ import annotations
 
-import numpy as np
+import dataclasses
+import re
 
+import numpy as np
+from oracle import MaskOracle
+
+from grammask.automata.lexer import build_lexer
 from grammask.bitmask import allocate_bitmask, bitmask_to_bool
+from grammask.grammar.ir import Grammar, Terminal
+from grammask.grammar.lark_export import to_lark_text
+
+
+def unrolled_oracle(reference: Grammar, vocab) -> MaskOracle:
+    """The brute-force oracle of ``reference`` (a grammar without counted terminals: a counted grammar's bounds
+    unrolled) that lexes with the grammar's own lexer and gives Lark only terminal names to parse (Lark's checks of
+    big unrolled regexes take minutes)."""
+    terminals = tuple(Terminal(t.name, re.escape(f"<{t.name}>"), literal=f"<{t.name}>") for t in reference.terminals)
+    return MaskOracle(to_lark_text(dataclasses.replace(reference, terminals=terminals)), build_lexer(reference), vocab)
 
 
 def check_cuts(compiled, oracle, vocab, ids: list[int], cuts: list[int]) -> int:

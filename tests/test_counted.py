@@ -3,15 +3,13 @@ counted terminals (the length beside the lexer state) exact against the unrolled
 
 from __future__ import annotations
 
-import dataclasses
 import random
-import re
 import time
 
 import numpy as np
 import pytest
 from conftest import get_vocab
-from oracle import MaskOracle
+from mask_check import unrolled_oracle
 
 import grammask as gm
 from grammask.automata.lexer import build_lexer
@@ -26,7 +24,6 @@ from grammask.errors import (
 from grammask.grammar import regex_frontend
 from grammask.grammar.ir import Count, Grammar, Rule, Terminal
 from grammask.grammar.json_schema import reader
-from grammask.grammar.lark_export import to_lark_text
 
 # Its DFA has 2**16 states (the 16th byte from the end must be an 'a'): seconds to build.
 SLOW = gm.Grammar.from_regex("(a|b)*a(a|b){15}")
@@ -138,7 +135,7 @@ def _random_walks(compiled, reference: gm.Grammar, walks: int, steps: int, seed:
     """Masks of ``compiled`` (counted) against the brute-force oracle of ``reference`` (the same language, unrolled)
     along random walks of allowed tokens; the number of masks compared."""
     vocab = compiled.vocab
-    oracle = MaskOracle(to_lark_text(_parser_only(reference)), build_lexer(reference), vocab)
+    oracle = unrolled_oracle(reference, vocab)
     rng = random.Random(seed)
     row = allocate_bitmask(1, vocab.n_logits)[0]
     checked = 0
@@ -163,22 +160,17 @@ def _random_walks(compiled, reference: gm.Grammar, walks: int, steps: int, seed:
     return checked
 
 
-def _parser_only(grammar: gm.Grammar) -> gm.Grammar:
-    """The grammar with each terminal's pattern a literal of its name: the oracle lexes with the grammar's own lexer
-    and gives Lark only terminal names to parse (Lark's checks of big unrolled regexes take minutes)."""
-    terminals = tuple(Terminal(t.name, re.escape(f"<{t.name}>"), literal=f"<{t.name}>") for t in grammar.terminals)
-    return dataclasses.replace(grammar, terminals=terminals)
-
-
 REGEXES = ["x[ab]{0,12}y", "[a-c]{5,9}", "id-[0-9]{3,30}", "[^!\\n]{2,15}!", "é{1,10}", "[a-y]{4,}z"]
 
 
+@pytest.mark.parametrize("lazy", [False, True], ids=["whole", "lazy"])
 @pytest.mark.parametrize("pattern", REGEXES)
-def test_counted_regex_masks_equal_the_unrolled_oracle(pattern, monkeypatch):
+def test_counted_regex_masks_equal_the_unrolled_oracle(pattern, lazy, monkeypatch):
     monkeypatch.setattr(regex_frontend, "COUNT_FROM", 0)
     counted = gm.Grammar.from_regex(pattern)
     assert counted.terminals[0].count is not None
-    compiled = gm.Compiler(SHORT, cache=False).compile(counted)
+    compiled = gm.Compiler(SHORT, cache=False, lazy=lazy).compile(counted)
+    assert compiled.stats.complete != lazy
     assert _random_walks(compiled, gm.Grammar.from_regex(pattern, count=False), walks=30, steps=40, seed=1) > 60
 
 
@@ -199,12 +191,14 @@ SCHEMAS = [
 ]
 
 
+@pytest.mark.parametrize("lazy", [False, True], ids=["whole", "lazy"])
 @pytest.mark.parametrize("schema", SCHEMAS)
-def test_counted_schema_masks_equal_the_unrolled_oracle(schema, monkeypatch):
+def test_counted_schema_masks_equal_the_unrolled_oracle(schema, lazy, monkeypatch):
     monkeypatch.setattr(reader, "COUNT_ABOVE", 0)
     counted = gm.Grammar.from_json_schema(schema)
     assert any(t.count is not None for t in counted.terminals)
-    compiled = gm.Compiler(SHORT, cache=False).compile(counted)
+    compiled = gm.Compiler(SHORT, cache=False, lazy=lazy).compile(counted)
+    assert compiled.stats.complete != lazy
     reference = gm.Grammar.from_json_schema(schema, count_lengths=False)
     assert _random_walks(compiled, reference, walks=10, steps=40, seed=len(str(schema))) > 50
 
@@ -213,8 +207,8 @@ MESSAGE = {"type": "object", "properties": {"to": {"type": "string", "minLength"
                                             "body": {"type": "string", "maxLength": 10000}}, "required": ["to", "body"]}
 
 
-def _message() -> gm.CompiledGrammar:
-    return gm.Compiler(get_vocab("smollm2"), cache=False).compile(gm.Grammar.from_json_schema(MESSAGE))
+def _message(lazy: bool = False) -> gm.CompiledGrammar:
+    return gm.Compiler(get_vocab("smollm2"), cache=False, lazy=lazy).compile(gm.Grammar.from_json_schema(MESSAGE))
 
 
 def _masks(m) -> np.ndarray:
@@ -237,8 +231,9 @@ def test_a_counted_string_takes_its_bound_and_no_more():
         compiled.matcher(prefix=text + "a" * 401)
 
 
-def test_fork_rollback_and_prefix_keep_the_count():
-    compiled = _message()
+@pytest.mark.parametrize("lazy", [False, True], ids=["whole", "lazy"])
+def test_fork_rollback_and_prefix_keep_the_count(lazy):
+    compiled = _message(lazy)
     vocab = compiled.vocab
     ids = vocab.encode('{"to":"' + "ab" * 19 + 'c", "body":"' + "word " * 1990 + "abc")
     m = compiled.matcher()
@@ -256,8 +251,10 @@ def test_fork_rollback_and_prefix_keep_the_count():
     assert np.array_equal(_masks(other), _masks(compiled.matcher(prefix=vocab.decode(ids))))
 
 
-def test_batched_masks_equal_each_matchers_own_near_and_far_from_the_bound():
-    compiled = _message()
+@pytest.mark.parametrize("lazy", [False, True], ids=["whole", "lazy"])
+def test_batched_masks_equal_each_matchers_own_near_and_far_from_the_bound(lazy):
+    compiled = _message(lazy)
+    assert compiled.stats.complete != lazy
     vocab = compiled.vocab
     texts = ['{"to":"' + "x" * n for n in (0, 5, 38, 40)] + ['{"to":"x","body":"' + "y" * n for n in (10, 9990, 9999)]
     matchers = [compiled.matcher(prefix=t) for t in texts]
@@ -302,10 +299,13 @@ def test_the_lexer_refuses_a_counted_terminal_whose_lengths_skip():
         build_lexer(grammar)
 
 
-def test_counted_tables_survive_the_disk_cache(tmp_path):
+@pytest.mark.parametrize("lazy", [False, True], ids=["whole", "lazy"])
+def test_counted_tables_survive_the_disk_cache(tmp_path, lazy):
     grammar = gm.Grammar.from_json_schema(MESSAGE)
     text = '{"to":"ab","body":"' + "z" * 9998
-    first = gm.Compiler(get_vocab("smollm2"), cache=tmp_path).compile(grammar)
+    first = gm.Compiler(get_vocab("smollm2"), cache=tmp_path, lazy=lazy).compile(grammar)
+    want = _masks(first.matcher(prefix=text))
+    assert first.complete().stats.complete
     again = gm.Compiler(get_vocab("smollm2"), cache=tmp_path).compile(grammar)
     assert again.stats.from_cache
-    assert np.array_equal(_masks(first.matcher(prefix=text)), _masks(again.matcher(prefix=text)))
+    assert np.array_equal(want, _masks(again.matcher(prefix=text)))

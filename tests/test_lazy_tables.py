@@ -3,7 +3,9 @@
 grammars, the same masks as tables built whole, from many threads too; ``complete()``, its timeout and the
 disk cache.
 
-CI checks a few hundred prefixes; ``pytest -m slow tests/test_lazy_tables.py`` checks 1,200 on schema grammars.
+CI checks a few dozen prefixes, of JSON-Mode-Eval schemas and of schemas with counted length bounds, on cut-down
+vocabularies; ``pytest -m slow tests/test_lazy_tables.py`` checks 1,200 of each there, and 1,000 of each on Llama-3's
+whole vocabulary.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from conftest import get_vocab
-from mask_check import check_cuts
+from mask_check import check_cuts, unrolled_oracle
 from oracle import MaskOracle
 
 import grammask as gm
@@ -25,6 +27,7 @@ from grammask.automata.lexer import build_lexer
 from grammask.batch import fill_masks
 from grammask.bitmask import allocate_bitmask
 from grammask.errors import CompileTimeoutError
+from grammask.grammar.json_schema import reader
 from grammask.grammar.lark_export import to_lark_text
 from grammask.sampler import SentenceSampler
 
@@ -74,20 +77,42 @@ def _documents(grammar: gm.Grammar, vocab: gm.Vocabulary, seed: int):
             yield ids, rng
 
 
-def _oracle_check(vocab_name: str, n_prefixes: int, seed: int, monkeypatch) -> int:
-    """Lazily compiled schema grammars against the oracle on a cut-down vocabulary, states of at least 64 tokens
-    kept as bases so that base-state walks are checked too."""
-    monkeypatch.setattr(mask_tables, "_BASE_SIZE", 64)
-    vocab = _small(vocab_name)
+# Schemas whose length bounds are counted beside the lexer state once reader.COUNT_ABOVE is 0 (checked against
+# the same schemas with their bounds unrolled).
+COUNTED = (
+    {"type": "object", "properties": {"name": {"type": "string", "minLength": 2, "maxLength": 12},
+                                      "id": {"type": "string", "pattern": "^[a-z]{3,9}$"},
+                                      "tags": {"type": "array", "items": {"type": "string", "maxLength": 5}}},
+     "required": ["name", "id"]},
+    {"type": "object", "properties": {"to": {"type": "string", "minLength": 1, "maxLength": 30},
+                                      "n": {"type": "integer"}}, "required": ["to"]},
+)
+
+
+def _cases(vocab: gm.Vocabulary, monkeypatch, counted: bool) -> list[tuple[gm.Grammar, MaskOracle]]:
+    """(grammar, its brute-force oracle): JSON-Mode-Eval schemas, or the :data:`COUNTED` ones counted."""
+    if not counted:
+        return [(g, MaskOracle(to_lark_text(g), build_lexer(g), vocab)) for g in map(_schema, SCHEMAS)]
+    out = []
+    for i, schema in enumerate(COUNTED):
+        with monkeypatch.context() as patch:
+            patch.setattr(reader, "COUNT_ABOVE", 0)
+            grammar = gm.Grammar.from_json_schema(schema, name=f"counted_{i}")
+        assert any(t.count is not None for t in grammar.terminals)
+        out.append((grammar, unrolled_oracle(gm.Grammar.from_json_schema(schema, count_lengths=False), vocab)))
+    return out
+
+
+def _oracle_check(vocab: gm.Vocabulary, n_prefixes: int, seed: int, monkeypatch, counted: bool = False) -> int:
+    """Lazily compiled schema grammars against the oracle: the number of prefixes checked."""
     compiler = gm.Compiler(vocab, cache=False, lazy=True)
+    cases = _cases(vocab, monkeypatch, counted)
     checked = 0
-    for k, i in enumerate(SCHEMAS):
-        grammar = _schema(i)
+    for k, (grammar, oracle) in enumerate(cases):
         compiled = compiler.compile(grammar)
         assert not compiled.stats.complete
-        oracle = MaskOracle(to_lark_text(grammar), build_lexer(grammar), vocab)
-        want = n_prefixes * (k + 1) // len(SCHEMAS)
-        for ids, rng in _documents(grammar, vocab, seed + i):
+        want = n_prefixes * (k + 1) // len(cases)
+        for ids, rng in _documents(grammar, vocab, seed + k):
             if checked >= want:
                 break
             cuts = sorted(rng.sample(range(len(ids) + 1), min(6, len(ids) + 1, want - checked)))
@@ -95,15 +120,27 @@ def _oracle_check(vocab_name: str, n_prefixes: int, seed: int, monkeypatch) -> i
     return checked
 
 
+@pytest.mark.parametrize("counted", [False, True], ids=["plain", "counted"])
 @pytest.mark.parametrize("vocab_name", ["smollm2", "llama2"])
-def test_lazy_schema_masks_equal_oracle(vocab_name, monkeypatch):
-    assert _oracle_check(vocab_name, 12, seed=1, monkeypatch=monkeypatch) == 12
+def test_lazy_schema_masks_equal_oracle(vocab_name, counted, monkeypatch):
+    """On a cut-down vocabulary, states of at least 64 tokens kept as bases so that base-state walks are checked."""
+    monkeypatch.setattr(mask_tables, "_BASE_SIZE", 64)
+    assert _oracle_check(_small(vocab_name), 12, seed=1, monkeypatch=monkeypatch, counted=counted) == 12
 
 
 @pytest.mark.slow
+@pytest.mark.parametrize("counted", [False, True], ids=["plain", "counted"])
 @pytest.mark.parametrize("vocab_name", ["smollm2", "llama2"])
-def test_lazy_schema_masks_equal_oracle_many(vocab_name, monkeypatch):
-    assert _oracle_check(vocab_name, 1200, seed=2, monkeypatch=monkeypatch) == 1200
+def test_lazy_schema_masks_equal_oracle_many(vocab_name, counted, monkeypatch):
+    monkeypatch.setattr(mask_tables, "_BASE_SIZE", 64)
+    assert _oracle_check(_small(vocab_name), 1200, seed=2, monkeypatch=monkeypatch, counted=counted) == 1200
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("counted", [False, True], ids=["plain", "counted"])
+def test_lazy_schema_masks_equal_oracle_on_the_full_llama3_vocabulary(counted, monkeypatch):
+    """The issue's bar: 1,000 prefixes of schema grammars, lazily built tables, Llama-3's whole vocabulary."""
+    assert _oracle_check(get_vocab("llama3"), 1000, seed=3, monkeypatch=monkeypatch, counted=counted) == 1000
 
 
 def _pairs(tables) -> dict:

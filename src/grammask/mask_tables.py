@@ -274,8 +274,9 @@ def build_mask_tables(front: Front, vocab: Vocabulary, walks: TrieWalkPool, dead
     Returns the mask tables, the parse tables the masks read (the front's, with a contextual lexer's alias
     columns appended: :mod:`grammask.contextual_walk`), the indentation rules they are read with (the front's,
     with aliases of brackets counted as brackets) and the phases' timings. ``lazy``: build only the start state's
-    rows now, the others on first use (:meth:`MaskTables.ensure`). Tables are always built whole for a contextual
-    lexer (its walks add parse table columns), counted terminals and indentation.
+    rows now, the others on first use (:meth:`MaskTables.ensure`; with counted terminals, a state's copy in a later
+    level too, when a count first comes near it). Tables are always built whole for a contextual lexer (its walks
+    add parse table columns) and for indentation.
 
     Classes holding a context terminal (indentation's newline) are always DEPENDS: the matcher decides
     them with the indentation it tracks. Raises :class:`~grammask.errors.CompileTimeoutError` once
@@ -285,7 +286,7 @@ def build_mask_tables(front: Front, vocab: Vocabulary, walks: TrieWalkPool, dead
     tables = builder.tables
     if front.lexer.contextual:
         builder.walk_contextual(deadline)
-    if lazy and not front.lexer.contextual and front.lexer.counter is None and front.indent is None:
+    if lazy and not front.lexer.contextual and front.indent is None:
         tables.ensure(0)
     else:
         tables.complete_all(deadline)

@@ -146,12 +146,18 @@ def _intervals(edges: list[tuple[int, int, int]]) -> list[tuple[int, int, frozen
     """Split overlapping byte-range edges into disjoint ranges, each with every target it reaches."""
     if not edges:
         return []
-    points = sorted({lo for lo, _, _ in edges} | {hi + 1 for _, hi, _ in edges})
+    by_range: dict[tuple[int, int], list[int]] = {}
+    for lo, hi, t in edges:
+        by_range.setdefault((lo, hi), []).append(t)
+    if len(by_range) == 1:
+        ((lo, hi), ts), = by_range.items()
+        return [(lo, hi, frozenset(ts))]
+    points = sorted({lo for lo, _ in by_range} | {hi + 1 for _, hi in by_range})
     index = {p: i for i, p in enumerate(points)}
     targets: list[set[int]] = [set() for _ in points]
-    for lo, hi, t in edges:
+    for (lo, hi), ts in by_range.items():
         for i in range(index[lo], index[hi + 1]):
-            targets[i].add(t)
+            targets[i].update(ts)
     return [(points[i], points[i + 1] - 1, frozenset(ts)) for i, ts in enumerate(targets) if ts]
 
 
@@ -294,7 +300,12 @@ def _bfs_order(columns: np.ndarray, start: int) -> list[int]:
 
 
 # Fixed weights for hashing a state's successor blocks: the result does not depend on them.
-_WEIGHTS = np.random.default_rng(20240601).integers(1, 2**63, size=258, dtype=np.uint64) | np.uint64(1)
+def _weights(n: int) -> np.ndarray:
+    """``n`` fixed odd weights (the first ones the same for every ``n``)."""
+    return np.random.default_rng(20240601).integers(1, 2**63, size=n, dtype=np.uint64) | np.uint64(1)
+
+
+_WEIGHTS = _weights(258)
 
 
 def _coarsest_stable_partition(initial: np.ndarray, columns: np.ndarray, deadline: Deadline) -> np.ndarray:
@@ -305,7 +316,7 @@ def _coarsest_stable_partition(initial: np.ndarray, columns: np.ndarray, deadlin
     then checked for stability and, if a collision slipped through, refined further with exact
     row comparisons. Both phases converge to the same (unique) coarsest stable partition.
     """
-    weights = _WEIGHTS[: columns.shape[1] + 1]
+    weights = _WEIGHTS[: columns.shape[1] + 1] if columns.shape[1] < len(_WEIGHTS) else _weights(columns.shape[1] + 1)
     block = initial
     n_blocks = int(block.max()) + 1
     while True:

@@ -400,7 +400,9 @@ def _swallowed_after(order: list[int], grammar: Grammar) -> list[int]:
 
 
 def _tie_key(t: Terminal) -> tuple:
-    return (-t.priority, t.literal is None, -_max_width(t.pattern), -len(t.pattern), t.name)
+    plain = t.literal is not None and t.pattern == re.escape(t.literal)  # its width is its length: no parse
+    width = len(t.literal) if plain else _max_width(t.pattern)
+    return (-t.priority, t.literal is None, -width, -len(t.pattern), t.name)
 
 
 @lru_cache(maxsize=4096)

@@ -167,7 +167,8 @@ def parse_regex(pattern: str, flags: str = "", name: str = "<regex>") -> Node:
             )
         flag_bits |= _FLAG_LETTERS[letter]
     try:
-        re.compile(pattern, flag_bits)
+        if "(?<" in pattern:  # only re's compiler checks that a lookbehind has a fixed width
+            re.compile(pattern, flag_bits)
         parsed = sre_parse.parse(pattern, flag_bits)
     except (re.error, OverflowError, RecursionError) as e:
         raise UnsupportedRegexError(f"terminal {name}: invalid regex {pattern!r}: {e}") from None

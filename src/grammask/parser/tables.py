@@ -16,6 +16,7 @@ from lark.parsers.lalr_analysis import LALR_Analyzer, Reduce, Shift
 from grammask.errors import NO_DEADLINE, Deadline, EmptyLanguageError
 from grammask.grammar.ir import Grammar
 from grammask.parser.conflicts import check_conflicts, find_conflicts
+from grammask.parser.lalr import lalr_tables
 
 END = "$END"
 ERROR = -1
@@ -85,6 +86,9 @@ def build_parse_tables(grammar: Grammar, parser_terminals: tuple[str, ...], dead
     deadline = deadline or NO_DEADLINE
     _check_nonempty(grammar, set(parser_terminals))
     nonterminals = grammar.nonterminals
+    fast = _without_conflicts(grammar, parser_terminals, deadline)
+    if fast is not None:
+        return fast
     terminal_set = frozenset(parser_terminals)
     lark_rules = []
     for order, rule in enumerate(grammar.rules):
@@ -97,7 +101,7 @@ def build_parse_tables(grammar: Grammar, parser_terminals: tuple[str, ...], dead
                  analyzer.compute_lookaheads):
         deadline.check("the parse tables")
         step()
-    rule_text = [f"{r.lhs} -> {' '.join(r.rhs) or '<empty>'}" for r in grammar.rules]
+    rule_text = [_rule_text(r) for r in grammar.rules]
     conflicts = find_conflicts(analyzer, lambda r: rule_text[r.order])  # lark's augmented rule never reduces
     lr1_args = ([(r.lhs, r.rhs, r.priority) for r in grammar.rules], grammar.start, terminal_set)
     notes = check_conflicts(conflicts, grammar.conflicts, lr1_args)
@@ -150,6 +154,40 @@ def build_parse_tables(grammar: Grammar, parser_terminals: tuple[str, ...], dead
         notes=notes,
         dropped=np.array(sorted(dropped), dtype=np.int32).reshape(-1, 3),
     )
+
+
+def _without_conflicts(grammar: Grammar, parser_terminals: tuple[str, ...], deadline: Deadline) -> ParseTables | None:
+    """The tables of a grammar without LALR(1) conflicts from the integer construction (:mod:`grammask.parser.lalr`),
+    as lark's analyzer would give them; None where that gives up (a conflict, or a case it leaves to lark)."""
+    nonterminals = grammar.nonterminals
+    code = {t: i for i, t in enumerate(parser_terminals)}
+    base = len(parser_terminals) + 1
+    code.update({n: base + i for i, n in enumerate(nonterminals)})
+    if any(s not in code for r in grammar.rules for s in r.rhs):
+        return None
+    rules = [(code[r.lhs] - base, tuple(code[s] for s in r.rhs)) for r in grammar.rules]
+    built = lalr_tables(rules, len(parser_terminals), len(nonterminals), code[grammar.start] - base, deadline)
+    if built is None:
+        return None
+    action = built.action
+    n = action.shape[0] - 1
+    action[built.end_state, len(parser_terminals)] = n
+    return ParseTables(
+        terminals=tuple(parser_terminals),
+        nonterminals=nonterminals,
+        action=action,
+        goto=built.goto,
+        rule_lhs=np.array([lhs for lhs, _ in rules], dtype=np.int32),
+        rule_len=np.array([len(rhs) for _, rhs in rules], dtype=np.int32),
+        rule_rhs=np.array([s for _, rhs in rules for s in rhs], dtype=np.int32),
+        rule_text=tuple(_rule_text(r) for r in grammar.rules),
+        start_state=0,
+        accept_state=n,
+    )
+
+
+def _rule_text(rule) -> str:
+    return f"{rule.lhs} -> {' '.join(rule.rhs) or '<empty>'}"
 
 
 def _canonical_order(table, symbols: list[str], start, deadline: Deadline) -> list:

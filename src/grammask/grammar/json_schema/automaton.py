@@ -13,6 +13,9 @@ import itertools
 from dataclasses import dataclass
 from functools import cached_property
 
+import numpy as np
+
+from grammask.automata.dfa import coarsest_partition
 from grammask.automata.regex import Alt, Chars, Concat, Node, Repeat
 from grammask.automata.utf8 import CodeRanges, normalize
 from grammask.errors import NO_DEADLINE, Deadline
@@ -179,17 +182,7 @@ def minimize(rows: list[list[tuple[int, int, int]]] | tuple[Row, ...], accepting
     if 0 not in live:
         return CharDFA(((),), frozenset())
     rows = [tuple((lo, hi, t) for lo, hi, t in row if t in live) if s in live else () for s, row in enumerate(rows)]
-    block = {s: int(s in accepting) for s in live}
-    while True:
-        signatures: dict[tuple, int] = {}
-        new_block = {}
-        for s in sorted(live):
-            sig = (block[s], _merge_row((lo, hi, block[t]) for lo, hi, t in rows[s]))
-            new_block[s] = signatures.setdefault(sig, len(signatures))
-        if len(signatures) == len(set(block.values())):
-            block = new_block
-            break
-        block = new_block
+    block = _equivalent(rows, sorted(live), accepting)
     order = {block[0]: 0}
     todo = [0]
     rep = {}
@@ -207,6 +200,20 @@ def minimize(rows: list[list[tuple[int, int, int]]] | tuple[Row, ...], accepting
                 todo.append(rep[b])
         out_rows.append(tuple((lo, hi, order[b]) for lo, hi, b in merged))
     return CharDFA(tuple(out_rows), frozenset(order[block[s]] for s in live if s in accepting))
+
+
+def _equivalent(rows, live: list[int], accepting) -> dict[int, int]:
+    """Each live state's block of equivalent states: the rows as a table over the code point intervals their
+    edges cut, refined by :func:`~grammask.automata.dfa.coarsest_partition`."""
+    index = {s: i for i, s in enumerate(live)}
+    points = sorted({lo for s in live for lo, _, _ in rows[s]} | {hi + 1 for s in live for _, hi, _ in rows[s]})
+    at = {p: i for i, p in enumerate(points)}
+    columns = np.full((len(live), max(len(points) - 1, 1)), -1, dtype=np.int32)
+    for i, s in enumerate(live):
+        for lo, hi, t in rows[s]:
+            columns[i, at[lo] : at[hi + 1]] = index[t]
+    labels = np.array([s in accepting for s in live])
+    return dict(zip(live, coarsest_partition(columns, labels).tolist(), strict=True))
 
 
 def _merge_row(edges) -> Row:

@@ -36,6 +36,7 @@ class Family:
         self.deadline = deadline
         self.members: dict[tuple, Language] = {}
         self._subset: dict[tuple[tuple, tuple], bool] = {}
+        self._wide: tuple[int, list[tuple]] | None = None
         self.closed = True
 
     def add(self, language: Language) -> tuple:
@@ -45,6 +46,8 @@ class Family:
         return language.key
 
     def subset(self, a: tuple, b: tuple) -> bool:
+        if _single(a) and _single(b):
+            return a == b
         found = self._subset.get((a, b))
         if found is None:
             self.deadline.check("the overlaps of the JSON Schema's languages")
@@ -59,6 +62,8 @@ class Family:
         while pending:
             a = pending.pop()
             for b in done:
+                if _single(a) and _single(b):
+                    continue  # two strings: disjoint
                 self.deadline.check("the overlaps of the JSON Schema's languages")
                 if self.subset(a, b) or self.subset(b, a):
                     continue
@@ -79,4 +84,16 @@ class Family:
 
     def priority(self, key: tuple) -> int:
         """The number of members strictly containing ``key``: smaller languages rank higher."""
-        return sum(1 for other in self.members if other != key and self.subset(key, other) and not self.subset(other, key))
+        others = self._sets() if _single(key) else self.members  # no single string strictly holds another
+        return sum(1 for other in others if other != key and self.subset(key, other) and not self.subset(other, key))
+
+    def _sets(self) -> list[tuple]:
+        """The members that are not single strings (kept until the members change)."""
+        if self._wide is None or self._wide[0] != len(self.members):
+            self._wide = (len(self.members), [m for m in self.members if not _single(m)])
+        return self._wide[1]
+
+
+def _single(key: tuple) -> bool:
+    """Whether ``key`` names one string (a string literal's key, ``("literal", text)``)."""
+    return key[0] == "literal" and len(key) == 2
