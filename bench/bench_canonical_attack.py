@@ -159,32 +159,25 @@ class Run:
 
     def step(self) -> bool:
         """Take one token, EOS only where nothing else is allowed; True once EOS is taken."""
-        m = self.matcher
         if self.full_mask:
-            allowed = self.full()
-            if not allowed:
-                if not m.is_accepting():
-                    raise _Failure("empty", f"only EOS allowed but not accepting after {self.text()!r}")
-                self.take_eos()
-                return True
-            order = self.order(np.array(allowed))
-            token = order[0]
-            if not self.take(token):
-                raise _Failure("mask_mismatch", f"advance refuses {self.vocab.tokens[token]!r} of the mask after "
-                                                f"{self.text()!r}")
-            return False
-        candidates = self.grammar_tokens()
-        for token in self.order(candidates)[:_TRIES]:
+            return self.from_mask(lambda allowed: self.order(np.array(allowed))[0])
+        for token in self.order(self.grammar_tokens())[:_TRIES]:
             if self.take(token):
                 return False
+        return self.from_mask(self.rng.choice)
+
+    def from_mask(self, pick: Callable[[list[int]], int]) -> bool:
+        """Take the token ``pick`` chooses from the whole mask (EOS where nothing else is allowed); True after EOS."""
         allowed = self.full()
         if not allowed:
-            if not m.is_accepting():
+            if not self.matcher.is_accepting():
                 raise _Failure("empty", f"only EOS in the mask but not accepting after {self.text()!r}")
             self.take_eos()
             return True
-        if not self.take(self.rng.choice(allowed)):
-            raise _Failure("mask_mismatch", f"advance refuses a token of the mask after {self.text()!r}")
+        token = pick(allowed)
+        if not self.take(token):
+            raise _Failure("mask_mismatch", f"advance refuses {self.vocab.tokens[token]!r} of the mask after "
+                                            f"{self.text()!r}")
         return False
 
     def take_eos(self) -> None:

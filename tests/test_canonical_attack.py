@@ -23,9 +23,9 @@ from conftest import get_vocab
 BENCH_DIR = Path(__file__).resolve().parents[1] / "bench"
 sys.path.insert(0, str(BENCH_DIR))
 
-import bench_canonical_attack as attack  # noqa: E402
+import bench_canonical_attack as attack
 
-import grammask as gm  # noqa: E402
+import grammask as gm
 
 
 def run_slice(schemas: int, runs: int, cap: int) -> list:

@@ -16,7 +16,7 @@ from grammask.adapters.hf import GrammarLogitsProcessor
 from grammask.adapters.torch_bitmask import apply_token_bitmask_
 from grammask.bitmask import bitmask_to_bool
 from grammask.compiler import compile
-from grammask.errors import ConfigurationError, MatcherStateError, ModelError
+from grammask.errors import MatcherStateError, ModelError
 from grammask.grammar import Grammar
 from grammask.models.default import default_model_dir
 from grammask.models.hf import HFModel, load_hf_model

@@ -22,11 +22,13 @@ from __future__ import annotations
 
 import heapq
 from collections import OrderedDict
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 import numpy as np
 
 from grammask.bitmask import bitmask_words, bool_to_bitmask
+from grammask.canonical import NOT_CANONICAL
 
 if TYPE_CHECKING:
     from grammask.canonical_matcher import CanonicalMatcher
@@ -91,8 +93,11 @@ class CanonicalBudget:
     near tokens cleared unsearched or without a witness found.
     """
 
-    def __init__(self, limit: int, slack: int = 12, searches: int = 16):
+    def __init__(self, limit: int, groups: Callable[[int], list[list[int]]], slack: int = 12, searches: int = 16,
+                 narrow: int = 64):
         self.limit = limit
+        self._groups = groups
+        self.narrow = narrow
         self.slack = slack
         self.searches = searches
         self.broken = 0
@@ -115,14 +120,8 @@ class CanonicalBudget:
     def verdict(self, matcher: CanonicalMatcher, token: int, witness: list[int] | None) -> list[int] | None | bool:
         """Whether the budget keeps ``token`` (not EOS) at ``matcher``'s state: False where it clears it, else the
         witness after it (None for a far token, which has none yet). The unbudgeted checks are the caller's."""
-        costs = matcher.plain.next_token_costs()
-        if costs[token] < 0:
-            return False
         if witness and token == witness[0]:
             return witness[1:]
-        left = self.limit - matcher.num_tokens
-        if costs[token] + self.slack <= left - 1:
-            return None
         row = np.zeros(bitmask_words(matcher.compiled.vocab.n_logits), dtype=np.int32)
         matcher.unbudgeted_fork().fill_mask(row)
         witnesses = self.restrict(row, matcher, witness)
@@ -153,6 +152,7 @@ class CanonicalBudget:
         costs = matcher.plain.next_token_costs()
         candidates = np.flatnonzero(bits)
         candidates = candidates[~np.isin(candidates, eos)]
+        costs = self._with_lookahead(matcher, costs, candidates, left)
         near = candidates[costs[candidates] + self.slack > left - 1]
         keep = bits.copy()
         keep[near] = False
@@ -181,3 +181,34 @@ class CanonicalBudget:
             cheapest = int(candidates[np.argmin(costs[candidates])])
             keep[cheapest] = True
         return bool_to_bitmask(keep), witnesses
+
+    def _with_lookahead(self, matcher: CanonicalMatcher, costs: np.ndarray, candidates: np.ndarray, left: int
+                        ) -> np.ndarray:
+        """``costs`` with the far tokens that have few continuations costed one token further along canonical steps
+        only: after ``"}`` where the grammar allows only ``}`` or ``,``, and the tokenizer writes ``"}}``, the plain
+        cost (``}``, EOS) is 2, the canonical one goes through ``,`` and a whole new member."""
+        costs = costs.copy()
+        relation = matcher._relation
+        far = np.zeros(len(costs), dtype=bool)
+        far[candidates[costs[candidates] + self.slack <= left - 1]] = True
+        eos = list(matcher.compiled.vocab.eos_ids)
+        for group in self._groups(matcher.plain.lexer_state):
+            mine = [t for t in group if t < len(far) and far[t]]
+            if not mine:
+                continue
+            probe = matcher.plain.unbudgeted_fork()
+            probe.advance(mine[0])
+            after = probe.allowed_tokens()
+            after = after[~np.isin(after, eos)]
+            if len(after) > self.narrow:
+                continue
+            ends = probe.is_accepting()
+            next_costs = probe.next_token_costs()
+            for t in mine:
+                r = relation.step(matcher.relation_state, t)
+                if ends and relation.can_end(r):
+                    continue  # EOS right after it: the plain cost is the canonical one
+                steps = [int(next_costs[u]) for u in after.tolist()
+                         if next_costs[u] >= 0 and relation.step(r, u) != NOT_CANONICAL]
+                costs[t] = max(int(costs[t]), 1 + min(steps, default=left))
+        return costs

@@ -156,6 +156,13 @@ class RegexProduct:
             self._succ[q] = found
         return found
 
+    def token_groups(self, q: int) -> list[list[int]]:
+        """The tokens readable from lexer state ``q``, in groups that leave the same lexer state."""
+        groups: dict[int, list[int]] = {}
+        for t, q2 in self.successors(q)[1].items():
+            groups.setdefault(q2, []).append(t)
+        return list(groups.values())
+
     def alive(self, q: int, r: int) -> bool:
         """Whether an accepting pair is reachable from ``(q, r)`` (True when the search gives up)."""
         found = self._alive.get((q, r))
@@ -372,6 +379,10 @@ class ForcedTextCheck:
             self._allowed_memo.popitem(last=False)
         return found
 
+    def token_groups(self, q: int) -> list[list[int]]:
+        """The tokens the lexer reads from lexer state ``q``, in groups that leave the same lexer state and stack."""
+        return [tokens for _, _, tokens in self._tokens_by_end(q)]
+
     def _group_sizes(self, q: int) -> dict[int, int]:
         """Per token read from lexer state ``q``: how many tokens its group in :meth:`_tokens_by_end` holds."""
         found = self._sizes.get(q)
@@ -453,7 +464,7 @@ class CanonicalMatcher(TokenSteps):
                         f" (a tokenizer that writes a space before the text needs a pattern that starts with one)"
                     )
         if max_tokens is not None:
-            budget = CanonicalBudget(max_tokens)
+            budget = CanonicalBudget(max_tokens, (product or forced).token_groups)
             with relation.lock:
                 self._witness = budget.witness_after(self, max_tokens)
             if self._witness is None:
