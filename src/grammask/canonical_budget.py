@@ -12,7 +12,10 @@ by one by the canonical matcher itself, so it is a real way on; it always fits i
   :func:`complete` finds a witness after it that fits. At most ``searches`` near tokens a mask are
   searched, plain-cheapest first; the other near tokens are cleared (the inexact part); or
 * it is *far* from the limit (its plain cost plus ``slack`` fits): kept without a search, on the
-  assumption that a canonical completion needs at most ``slack`` tokens more than the plain one. After
+  assumption that a canonical completion needs at most ``slack`` tokens more than the plain one. Where the
+  grammar allows at most ``narrow`` tokens after it, its cost is first taken one step further along the
+  canonical ones only (after ``"}`` where only ``}`` or ``,`` may follow and the tokenizer writes ``"}}``,
+  the way on is a whole new member, so the token is near, not far). After
   such a token the matcher searches a witness; ``broken`` counts the times none was found (the
   assumption failed; the attack bench measures it), and the mask then keeps the searched near tokens,
   or the plain-cheapest canonical one so that it is never empty.
@@ -188,7 +191,7 @@ class CanonicalBudget:
         only: after ``"}`` where the grammar allows only ``}`` or ``,``, and the tokenizer writes ``"}}``, the plain
         cost (``}``, EOS) is 2, the canonical one goes through ``,`` and a whole new member."""
         costs = costs.copy()
-        relation = matcher._relation
+        relation = matcher.relation
         far = np.zeros(len(costs), dtype=bool)
         far[candidates[costs[candidates] + self.slack <= left - 1]] = True
         eos = list(matcher.compiled.vocab.eos_ids)

@@ -495,6 +495,11 @@ class CanonicalMatcher(TokenSteps):
         return other
 
     @property
+    def relation(self) -> CanonicalRelation:
+        """The tokenizer's canonical relation (shared; hold its ``lock`` around calls)."""
+        return self._relation
+
+    @property
     def relation_state(self) -> int:
         """The canonical relation's state (see :class:`~grammask.canonical.CanonicalRelation`)."""
         return self._state
