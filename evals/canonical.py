@@ -6,7 +6,7 @@ Two sets of problems: ``json``, the prompts of ``evals/json_prompts.py`` under t
 with the schema grammar and the prompts of ``evals/budget_jme.py`` (cut at ``--jme-factor`` x the
 ground truth's tokens). Each problem runs plain (``compiled.matcher()``) and canonical
 (``compiled.matcher(canonical=True)``), greedy and sampling (``Sample()``, temperature 1, fixed seeds);
-neither condition has a token budget, since canonical matchers have none yet. Per output: whether its
+neither condition has a token budget (the runs predate canonical budgets). Per output: whether its
 token ids equal the HF tokenizer's ``encode(text, add_special_tokens=False)``; the model's mean
 log-probability per output token (unmasked distribution, EOS not counted, one extra forward pass);
 Syntax, Schema and Exact-match as ``budget_jme.judge`` measures them (``json``: Syntax only, there is

@@ -141,3 +141,18 @@ def test_without_canonical_mode_outputs_can_be_spelled_otherwise():
 def test_canonical_needs_a_grammar():
     with pytest.raises(ConfigurationError, match="canonical"):
         dec.generate(NoisyModel(), "{", None, max_tokens=5, canonical=True)
+
+
+@pytest.mark.parametrize("strategy", ["greedy", "sample"])
+def test_canonical_generation_keeps_the_token_budget(strategy):
+    """``generate(canonical=True, max_tokens=N)``: the output ends with EOS within ``N`` tokens, as the tokenizer's own
+    encoding (the noisy model puts off EOS, so without the budget it would be cut)."""
+    model = NoisyModel()
+    grammar = Grammar.builtin("json")
+    for limit in (6, 10):
+        gen = dec.generate(model, "{", grammar, max_tokens=limit, strategy=STRATEGIES[strategy], seed=limit,
+                           canonical=True)
+        assert gen.stats.stop_reason == "eos" and len(gen.tokens) + 1 <= limit, (gen.text, gen.tokens)
+        assert gen.tokens == model.vocab.encode(gen.text)
+        json.loads(gen.text)
+

@@ -322,7 +322,7 @@ def test_operations_and_errors():
     assert m.is_accepting() and not other.is_accepting() and other.num_tokens == 0
     assert m.validate_tokens([min(vocab.eos_ids)]) == 1 and m.is_accepting()
     with pytest.raises(ConfigurationError):
-        compiled.matcher(10, canonical=True)
+        compiled.matcher(canonical=True, prefix="c")
     with pytest.raises(CanonicalError, match="tokenizer"):
         gm.compile(gm.Grammar.from_regex("a+"), Vocabulary([b"a", b"b", None], eos_ids=[2])).matcher(canonical=True)
     with pytest.raises(CanonicalError, match="space"):  # Llama-2 writes a space first: no encoding spells 'cat'

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import warnings
 
 import numpy as np
@@ -15,7 +16,7 @@ from grammask.adapters.hf import GrammarLogitsProcessor
 from grammask.adapters.torch_bitmask import apply_token_bitmask_
 from grammask.bitmask import bitmask_to_bool
 from grammask.compiler import compile
-from grammask.errors import ConfigurationError, MatcherStateError, ModelError
+from grammask.errors import MatcherStateError, ModelError
 from grammask.grammar import Grammar
 from grammask.models.default import default_model_dir
 from grammask.models.hf import HFModel, load_hf_model
@@ -215,9 +216,18 @@ def test_canonical_logits_processor_agrees_with_the_canonical_greedy_strategy(mo
     assert theirs[: len(ours.tokens)] == ours.tokens
 
 
-def test_a_canonical_logits_processor_takes_no_token_budget(json_grammar):
-    with pytest.raises(ConfigurationError, match="canonical"):
-        GrammarLogitsProcessor(json_grammar, batch_size=1, max_new_tokens=20, canonical=True)
+def test_a_canonical_logits_processor_keeps_the_token_budget(model, json_grammar):
+    """With ``max_new_tokens`` the canonical processor's outputs end with EOS within it, as the tokenizer's own."""
+    tok = model.tokenizer
+    prompt = model.encode_prompt("Give a JSON object with the key city for Paris.")
+    for limit in (6, 12):
+        proc = GrammarLogitsProcessor(json_grammar, batch_size=1, max_new_tokens=limit, canonical=True)
+        out = model.model.generate(torch.tensor([prompt]), logits_processor=[proc], max_new_tokens=limit,
+                                   do_sample=False, eos_token_id=sorted(model.eos_ids), pad_token_id=2)
+        row = out[0, len(prompt) :].tolist()
+        assert row[-1] in model.eos_ids and len(row) <= limit, row
+        assert row[:-1] == tok.encode(tok.decode(row[:-1]), add_special_tokens=False)
+        json.loads(tok.decode(row[:-1]))
 
 
 def test_a_logits_processor_serves_one_generate_call(model, animals):

@@ -24,6 +24,7 @@ often on JSON and C).
 
 from __future__ import annotations
 
+import itertools
 from collections import OrderedDict
 from typing import TYPE_CHECKING
 
@@ -31,7 +32,9 @@ import numpy as np
 
 from grammask.bitmask import bitmask_words, bool_to_bitmask
 from grammask.canonical import NOT_CANONICAL, CanonicalRelation
+from grammask.canonical_budget import CanonicalBudget
 from grammask.errors import (
+    BudgetError,
     CanonicalError,
     MatcherStateError,
     TokenOutOfRangeError,
@@ -51,6 +54,7 @@ _FEW_TOKENS = 4096
 _FEW_STEPS = 64
 _MAX_DEPTH = 400  # product pairs on one search path (Python recursion)
 _NARROW_DEPTH = 8  # tokens ForcedTextCheck follows through unfinished lexemes
+_RECENT = 8  # continuations ForcedTextCheck tries first
 
 
 class _Undecided(Exception):
@@ -152,6 +156,13 @@ class RegexProduct:
             self._succ[q] = found
         return found
 
+    def token_groups(self, q: int) -> list[list[int]]:
+        """The tokens readable from lexer state ``q``, in groups that leave the same lexer state."""
+        groups: dict[int, list[int]] = {}
+        for t, q2 in self.successors(q)[1].items():
+            groups.setdefault(q2, []).append(t)
+        return list(groups.values())
+
     def alive(self, q: int, r: int) -> bool:
         """Whether an accepting pair is reachable from ``(q, r)`` (True when the search gives up)."""
         found = self._alive.get((q, r))
@@ -205,33 +216,41 @@ class RegexProduct:
 class ForcedTextCheck:
     """For any grammar: tokens after which every continuation the grammar allows soon stops being canonical.
 
-    For each token ``t`` of a mask (one probe per group of tokens that leave the same lexer state and stack),
-    ``restrict`` asks the grammar matcher which tokens it allows after ``t``; where there are at most ``few``
-    (remembered per lexer state and stack), and none is a canonical step, or each one that is leads again to a
-    narrow state and is dead in turn, ``t`` is a dead end and is cleared. A narrow state is one where the
-    pending lexeme cannot end as a terminal the parser accepts (``" fals"`` in JSON; ``"sta"`` at the top of a
-    C file, where only ``static`` or ``struct`` may come; ``"n"``, ``"ul"`` before ``"l"``: ``null`` is one
-    token), or where the grammar forces the next bytes (a schema's ``{`` before its one key ``"ssid"``, where
-    the tokenizer writes ``{"``); the search goes up to 8 tokens deep. So JSON's ``"}"`` ``"\n"`` + ``"\n"``
-    is cleared (only whitespace or the end may follow, and the tokenizer writes ``"\n\n"`` at the end of a
-    text), and a string closed by ``'"'`` where only ``'",'`` or ``'"}'`` could follow. Sound (it clears only dead ends) but not complete: dead ends further away (a
-    string that only a non-canonical token could close after many tokens, say) stay.
-    :meth:`rejects` gives the same verdict for one token. Remembered per (lexer state, stack, relation
-    state); ``cleared`` counts the tokens found dead.
+    For each token ``t`` of a mask (one probe per group of tokens that leave the same lexer state and stack;
+    groups of more than ``probes`` tokens, such as the contents of a string, are not probed), ``restrict``
+    asks the grammar matcher which tokens it allows after ``t`` (remembered per lexer state and stack) and
+    whether any is a canonical step: the ``few`` found lately and the first ``few`` in order one by one, then
+    all the others at once (:meth:`~grammask.canonical.CanonicalRelation.allowed_among`). Where none is, or
+    each one that is leads again to a narrow state and is dead in turn, ``t`` is a dead end and is cleared. A
+    narrow state is one where the pending lexeme cannot end as a terminal the parser accepts (``" fals"`` in
+    JSON; ``"sta"`` at the top of a C file, where only ``static`` or ``struct`` may come; ``"n"``, ``"ul"``
+    before ``"l"``: ``null`` is one token), or where the grammar forces the next bytes (a schema's ``{`` before
+    its one key ``"ssid"``, where the tokenizer writes ``{"``); the search goes up to 8 tokens deep. So JSON's
+    ``"}"`` ``"\n"`` + ``"\n"`` is cleared (only whitespace or the end may follow, and the tokenizer writes
+    ``"\n\n"`` at the end of a text); a string closed by ``'"'`` where only ``'",'`` or ``'"}'`` could
+    follow; a lone ``" "`` after white space where the grammar wants a value next (SmolLM2 writes the space
+    with the value: `` {``); and Llama-3's ``"0"`` where a date's year needs three more digits (it writes
+    digits in threes). Sound (it clears only dead ends) but not complete: dead ends further away (a string
+    that only a non-canonical token could close after many tokens, say) stay. :meth:`rejects` gives the same
+    verdict for one token. Remembered per (lexer state, stack, relation state); ``cleared`` counts the tokens
+    found dead.
     """
 
-    def __init__(self, compiled: CompiledGrammar, relation: CanonicalRelation, few: int = 256):
+    def __init__(self, compiled: CompiledGrammar, relation: CanonicalRelation, few: int = 16, probes: int = 2048):
         engine = compiled._engine
         self._engine = engine
         self._runner = engine.runner
         self._relation = relation
         self._few = few
+        self._probes = probes
         self._eos = frozenset(compiled.vocab.eos_ids)
         self._by_end: dict[int, list[tuple[int, tuple[int, ...], list[int]]]] = {}
-        self._allowed_memo: OrderedDict[tuple, list[int] | None] = OrderedDict()
+        self._sizes: dict[int, dict[int, int]] = {}
+        self._allowed_memo: OrderedDict[tuple, np.ndarray] = OrderedDict()
         self._dead_memo: OrderedDict[tuple, bool] = OrderedDict()
         self._verdicts: OrderedDict[tuple, list[int]] = OrderedDict()
         self.cleared = 0
+        self._recent: list[int] = []  # canonical continuations found lately: tried first
 
     def restrict(self, row: np.ndarray, matcher: Matcher, r: int) -> None:
         """Clears, in a mask row of ``matcher`` at relation state ``r``, the tokens found to be dead ends.
@@ -247,13 +266,11 @@ class ForcedTextCheck:
                 if stack is None:
                     continue
                 present = [t for t in tokens if row[t >> 5] >> (t & 31) & 1]
-                if not present:
+                if not present or len(tokens) > self._probes:
                     continue
-                probe = matcher.fork()  # the tokens of a group leave the same lexer state and stack
+                probe = matcher.unbudgeted_fork()  # the tokens of a group leave the same lexer state and stack
                 probe.advance(present[0])
                 allowed = self._allowed(probe)
-                if allowed is None:
-                    continue
                 for t in present:
                     after = self._relation.step(r, t)
                     if after != NOT_CANONICAL and self._dead(probe, after, _NARROW_DEPTH, allowed):
@@ -276,15 +293,15 @@ class ForcedTextCheck:
         dead = self._verdicts.get((matcher.lexer_state, matcher.stack, r))
         if dead is not None:
             return token_id in dead
-        probe = matcher.fork()
+        if self._group_sizes(matcher.lexer_state).get(token_id, 0) > self._probes:
+            return False
+        probe = matcher.unbudgeted_fork()
         probe.advance(token_id)
         allowed = self._allowed(probe)
-        if allowed is None:
-            return False
         after = self._relation.step(r, token_id)
         return after != NOT_CANONICAL and self._dead(probe, after, _NARROW_DEPTH, allowed)
 
-    def _dead(self, probe: Matcher, r: int, depth: int, allowed: list[int] | None = None) -> bool:
+    def _dead(self, probe: Matcher, r: int, depth: int, allowed: np.ndarray | None = None) -> bool:
         """Whether no canonical continuation ends from grammar state ``probe`` (``allowed``: its mask, if known) and
         relation state ``r``, as far as narrow states go (``depth`` more tokens); False where it cannot tell.
         Remembered per (lexer state, stack, relation state, depth): runs of whitespace meet the same ones often."""
@@ -296,27 +313,44 @@ class ForcedTextCheck:
                 self._dead_memo.popitem(last=False)
         return found
 
-    def _search_dead(self, probe: Matcher, r: int, depth: int, allowed: list[int] | None) -> bool:
+    def _search_dead(self, probe: Matcher, r: int, depth: int, allowed: np.ndarray | None) -> bool:
         """:meth:`_dead`, not remembered."""
         if probe.is_accepting() and self._relation.can_end(r):
             return False
         if allowed is None:
             allowed = self._allowed(probe)
-            if allowed is None:
+        allowed = allowed[~np.isin(allowed, list(self._eos))]
+        recent = [u for u, ok in zip(self._recent, np.isin(self._recent, allowed)) if ok]
+        first = allowed[: self._few].tolist()
+        for u in itertools.chain(recent, first):
+            if self._goes_on(probe, u, r, depth):
                 return False
-        for u in allowed:
-            if u in self._eos:
-                continue
-            after = self._relation.step(r, u)
-            if after == NOT_CANONICAL:
-                continue
-            if depth == 0:
-                return False
-            deeper = probe.fork()
-            deeper.advance(u)
-            if not self._narrow(deeper) or not self._dead(deeper, after, depth - 1):
+        if len(allowed) <= self._few:
+            return True
+        rest = self._relation.allowed_among(r, allowed[self._few :]).tolist()
+        for k, u in enumerate(rest):
+            if k == self._few:
+                return False  # more canonical steps than are worth searching: not known dead
+            if self._goes_on(probe, u, r, depth):
                 return False
         return True
+
+    def _goes_on(self, probe: Matcher, u: int, r: int, depth: int) -> bool:
+        """Whether ``u`` is a canonical step from ``r`` that is not found dead in turn; remembered in ``_recent``."""
+        after = self._relation.step(r, u)
+        if after == NOT_CANONICAL or not (depth == 0 or self._continued(probe, u, after, depth)):
+            return False
+        recent = self._recent
+        if u not in recent:
+            recent.insert(0, u)
+            del recent[_RECENT:]
+        return True
+
+    def _continued(self, probe: Matcher, u: int, after: int, depth: int) -> bool:
+        """Whether the canonical step ``u`` from ``probe`` is not found dead in turn (only narrow states are searched)."""
+        deeper = probe.fork()
+        deeper.advance(u)
+        return not self._narrow(deeper) or not self._dead(deeper, after, depth - 1)
 
     def _narrow(self, probe: Matcher) -> bool:
         """Whether few continuations follow ``probe``'s state: its pending lexeme is unfinished, or the grammar forces
@@ -333,18 +367,27 @@ class ForcedTextCheck:
         parser_term = int(self._engine.parser_term[term])
         return parser_term >= 0 and self._runner.feed(stack, parser_term) is None
 
-    def _allowed(self, probe: Matcher) -> list[int] | None:
-        """The tokens the grammar allows at ``probe``'s state, or None where there are more than ``few``; remembered
-        per (lexer state, stack)."""
+    def _allowed(self, probe: Matcher) -> np.ndarray:
+        """The tokens the grammar allows at ``probe``'s state; remembered per (lexer state, stack)."""
         key = (probe.lexer_state, probe.stack)
         if key in self._allowed_memo:
             self._allowed_memo.move_to_end(key)
             return self._allowed_memo[key]
-        ids = probe.allowed_tokens()
-        found = ids.tolist() if len(ids) <= self._few else None
+        found = probe.allowed_tokens()
         self._allowed_memo[key] = found
         if len(self._allowed_memo) > _REMEMBERED_MASKS:
             self._allowed_memo.popitem(last=False)
+        return found
+
+    def token_groups(self, q: int) -> list[list[int]]:
+        """The tokens the lexer reads from lexer state ``q``, in groups that leave the same lexer state and stack."""
+        return [tokens for _, _, tokens in self._tokens_by_end(q)]
+
+    def _group_sizes(self, q: int) -> dict[int, int]:
+        """Per token read from lexer state ``q``: how many tokens its group in :meth:`_tokens_by_end` holds."""
+        found = self._sizes.get(q)
+        if found is None:
+            found = self._sizes[q] = {t: len(tokens) for _, _, tokens in self._tokens_by_end(q) for t in tokens}
         return found
 
     def _tokens_by_end(self, q: int) -> list[tuple[int, tuple[int, ...], list[int]]]:
@@ -395,21 +438,24 @@ class CanonicalMatcher(TokenSteps):
     ``compiled.matcher(canonical=True)``; the operations are those of :class:`~grammask.matcher.Matcher`.
     """
 
-    __slots__ = ("_eos", "_forced", "_history", "_lexstate", "_matcher", "_product", "_relation", "_state", "compiled")
+    __slots__ = ("_budget", "_eos", "_forced", "_history", "_lexstate", "_matcher", "_product", "_relation", "_state",
+                 "_witness", "compiled")
 
     def __init__(self, compiled: CompiledGrammar, relation: CanonicalRelation, product: RegexProduct | None,
-                 forced: ForcedTextCheck | None = None):
+                 forced: ForcedTextCheck | None = None, max_tokens: int | None = None):
         """A canonical matcher at the start of a document; use ``compiled.matcher(canonical=True)`` (which documents
         what it raises)."""
         self.compiled = compiled
-        self._matcher = Matcher(compiled)
+        self._matcher = Matcher(compiled, max_tokens=max_tokens)
         self._relation = relation
         self._product = product
         self._forced = forced
         self._state = relation.start_state()
         self._lexstate = 0  # the regex's lexer state (with a product only)
-        self._history: list[tuple[int, int]] = []
+        self._history: list[tuple[int, int, list[int] | None]] = []
         self._eos = sorted(compiled.vocab.eos_ids)
+        self._budget: CanonicalBudget | None = None
+        self._witness: list[int] | None = None
         if product is not None:
             with relation.lock:
                 if not product.alive(0, self._state):
@@ -417,6 +463,41 @@ class CanonicalMatcher(TokenSteps):
                         f"no string of {compiled.grammar.name!r} has a canonical tokenization with {compiled.vocab.name}"
                         f" (a tokenizer that writes a space before the text needs a pattern that starts with one)"
                     )
+        if max_tokens is not None:
+            budget = CanonicalBudget(max_tokens, (product or forced).token_groups)
+            with relation.lock:
+                self._witness = budget.witness_after(self, max_tokens)
+            if self._witness is None:
+                raise BudgetError(f"no canonical output of grammar {compiled.grammar.name!r} was found within "
+                                  f"{max_tokens} tokens (EOS included)")
+            self._budget = budget
+
+    @property
+    def plain(self) -> Matcher:
+        """The grammar matcher inside (with the plain budget where there is one); read it, do not advance it."""
+        return self._matcher
+
+    @property
+    def max_tokens(self) -> int | None:
+        """The budget (EOS included), or None."""
+        return None if self._budget is None else self._budget.limit
+
+    @property
+    def budget(self) -> CanonicalBudget | None:
+        """The canonical budget's bookkeeping (``broken``, ``cleared``), or None without a budget."""
+        return self._budget
+
+    def unbudgeted_fork(self) -> CanonicalMatcher:
+        """An independent matcher in the same state without the canonical budget (the plain one stays)."""
+        other = self.fork()
+        other._budget = None
+        other._witness = None
+        return other
+
+    @property
+    def relation(self) -> CanonicalRelation:
+        """The tokenizer's canonical relation (shared; hold its ``lock`` around calls)."""
+        return self._relation
 
     @property
     def relation_state(self) -> int:
@@ -461,6 +542,8 @@ class CanonicalMatcher(TokenSteps):
             if eos and self._relation.can_end(self._state):
                 for t in eos:
                     row[t >> 5] |= np.uint32(1 << (t & 31)).view(np.int32)
+            if self._budget is not None:
+                self._budget.restrict(row, self, self._witness)
 
     def allowed_tokens(self) -> np.ndarray:
         """The allowed token ids, sorted (a convenience built on :meth:`fill_mask`)."""
@@ -488,8 +571,9 @@ class CanonicalMatcher(TokenSteps):
                     raise TokenRejectedError(token_id, "(EOS) is not allowed: the tokens are not the tokenizer's "
                                              "encoding of the text")
                 self._matcher.advance(token_id)
-                self._history.append((self._state, self._lexstate))
+                self._history.append((self._state, self._lexstate, self._witness))
                 return
+            witness = self._budgeted_witness(token_id) if self._budget is not None else None
             after = rel.step(self._state, token_id)
             if after == NOT_CANONICAL:
                 raise TokenRejectedError(token_id, "is not allowed: the tokenizer would not write the text this way")
@@ -503,8 +587,24 @@ class CanonicalMatcher(TokenSteps):
                 raise TokenRejectedError(token_id, "is not allowed: every way the grammar goes on from it leaves "
                                          "the tokenizer's own encoding")
             self._matcher.advance(token_id)
-        self._history.append((self._state, self._lexstate))
-        self._state, self._lexstate = after, lexstate
+            self._history.append((self._state, self._lexstate, self._witness))
+            self._state, self._lexstate = after, lexstate
+            if self._budget is not None:
+                self._witness = witness if witness is not None else self._budget.witness_after(
+                    self, self._budget.limit - self.num_tokens)
+                if self._witness is None:
+                    self._budget.broken += 1
+
+    def _budgeted_witness(self, token_id: int) -> list[int] | None:
+        """Under a budget: the witness after ``token_id`` where one is known (None for a far token, see
+        :mod:`grammask.canonical_budget`); raises :class:`~grammask.errors.TokenRejectedError` where the budget's
+        mask clears it."""
+        budget = self._budget
+        found = budget.verdict(self, token_id, self._witness)
+        if found is False:
+            raise TokenRejectedError(token_id, f"is not allowed: no canonical output found to fit the budget of "
+                                     f"{budget.limit} tokens after it")
+        return found
 
     def rollback(self, k: int = 1) -> None:
         """Undo the last ``k`` accepted tokens.
@@ -513,7 +613,7 @@ class CanonicalMatcher(TokenSteps):
         """
         self._matcher.rollback(k)
         if k:
-            self._state, self._lexstate = self._history[-k]
+            self._state, self._lexstate, self._witness = self._history[-k]
             del self._history[-k:]
 
     def fork(self) -> CanonicalMatcher:

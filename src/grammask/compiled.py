@@ -108,7 +108,7 @@ class CompiledGrammar:
                 canonical: Literal[False] = False) -> Matcher: ...
 
     @overload
-    def matcher(self, max_tokens: None = None, *, prefix: Literal[""] = "",
+    def matcher(self, max_tokens: int | None = None, *, prefix: Literal[""] = "",
                 canonical: Literal[True]) -> CanonicalMatcher: ...
 
     def matcher(self, max_tokens: int | None = None, *, prefix: str | bytes = "",
@@ -121,21 +121,22 @@ class CompiledGrammar:
         ``max_tokens``: a budget ``N`` on the generated output, EOS included; the masks then keep a
         complete output within ``N`` tokens reachable (see :mod:`grammask.budget`).
         ``canonical``: a :class:`~grammask.canonical_matcher.CanonicalMatcher`, whose tokens are also the
-        vocabulary's tokenizer's own encoding of the text (no dead ends for a regex grammar); not yet
-        with ``max_tokens`` or ``prefix``.
+        vocabulary's tokenizer's own encoding of the text (no dead ends for a regex grammar); with
+        ``max_tokens``, the budget counts canonical tokens (see :mod:`grammask.canonical_budget`); not yet
+        with ``prefix``.
 
         Raises :class:`~grammask.errors.TextRejectedError` (with the byte position) for a prefix no
-        sentence starts with, :class:`~grammask.errors.BudgetError` when no output fits the budget,
-        :class:`~grammask.errors.ConfigurationError` when ``max_tokens`` is not an int or ``canonical``
-        comes with ``max_tokens`` or ``prefix`` or with counted terminals (length bounds), and :class:`~grammask.errors.CanonicalError` when the
+        sentence starts with, :class:`~grammask.errors.BudgetError` when no output fits the budget (with
+        ``canonical``: when no canonical output is found within it), :class:`~grammask.errors.ConfigurationError`
+        when ``max_tokens`` is not an int or ``canonical`` comes with ``prefix`` or with counted terminals
+        (length bounds), and :class:`~grammask.errors.CanonicalError` when the
         vocabulary has no tokenizer, its tokenizer's canonical encodings cannot be modelled, or (regex) no string
         of the language has one.
         """
         if not canonical:
             return Matcher(self, max_tokens=max_tokens, prefix=prefix)
-        if max_tokens is not None or prefix:
-            raise ConfigurationError("canonical=True does not combine with max_tokens or prefix yet; "
-                                     "drop one of them")
+        if prefix:
+            raise ConfigurationError("canonical=True does not combine with prefix yet; drop one of them")
         if self._engine.lexer.counter is not None:
             raise ConfigurationError(f"canonical=True does not combine with counted terminals (length bounds kept "
                                      f"beside the lexer state) yet: grammar {self.grammar.name!r} has some")
@@ -151,25 +152,34 @@ class CompiledGrammar:
                     self._product = RegexProduct(self, relation)
                 else:
                     self._forced = ForcedTextCheck(self, relation)
-        return CanonicalMatcher(self, relation, self._product, self._forced)
+        return CanonicalMatcher(self, relation, self._product, self._forced, max_tokens)
 
-    def limited_matcher(self, max_tokens: int, *, lenient: bool = False) -> Matcher:
-        """A matcher for one output of at most ``max_tokens`` tokens (EOS included).
+    @overload
+    def limited_matcher(self, max_tokens: int, *, lenient: bool = False,
+                        canonical: Literal[False] = False) -> Matcher: ...
+
+    @overload
+    def limited_matcher(self, max_tokens: int, *, lenient: bool = False,
+                        canonical: Literal[True]) -> CanonicalMatcher: ...
+
+    def limited_matcher(self, max_tokens: int, *, lenient: bool = False,
+                        canonical: bool = False) -> Matcher | CanonicalMatcher:
+        """A matcher for one output of at most ``max_tokens`` tokens (EOS included); ``canonical`` as in :meth:`matcher`.
 
         Budgeted (see :meth:`matcher`) where the grammar can have budgets; a grammar that cannot
         (counted terminals; the contextual lexer with an indenter) gets an unbudgeted matcher and a warning that its output may
         be cut at the limit. ``lenient``: the same when no output fits ``max_tokens``
         (a serving request is not failed for it). Raises :class:`~grammask.errors.BudgetError` for a
-        budget no output fits unless ``lenient``.
+        budget no output fits unless ``lenient``, and what :meth:`matcher` raises for ``canonical``.
         """
         try:
-            return Matcher(self, max_tokens=max_tokens)
+            return self.matcher(max_tokens, canonical=canonical)
         except BudgetError as e:
             if not (lenient or isinstance(e, BudgetUnsupportedError)):
                 raise
             warnings.warn(f"grammask: grammar {self.grammar.name!r} is decoded without a token budget, so the "
                           f"output may be cut at {max_tokens} tokens (no token budget: {e})", stacklevel=2)
-            return Matcher(self)
+            return self.matcher(canonical=canonical)
 
     def complete(self, timeout: float | None = None) -> CompiledGrammar:
         """Build every table now (a lazy compile builds each lexer state's tables when a matcher first reaches it),

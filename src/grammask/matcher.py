@@ -584,6 +584,12 @@ class Matcher(TokenSteps):
         other._history = list(self._history)
         return other
 
+    def unbudgeted_fork(self) -> Matcher:
+        """:meth:`fork` without the budget: its masks and steps are the grammar's alone (its completion costs stay)."""
+        other = self.fork()
+        other._budget = None
+        return other
+
     def reset(self) -> None:
         """Back to the start of a document."""
         self.rollback(len(self._history))

@@ -17,7 +17,6 @@ from grammask.adapters.torch_bitmask import apply_token_bitmask_
 from grammask.bitmask import allocate_bitmask
 from grammask.compiled import CompiledGrammar
 from grammask.errors import (
-    ConfigurationError,
     DecodingError,
     MatcherStateError,
     TokenRejectedError,
@@ -40,10 +39,10 @@ class GrammarLogitsProcessor(transformers.LogitsProcessor):
     it (EOS included, see :mod:`grammask.budget`): the output then ends with EOS, never cut off.
 
     ``canonical``: allow only token sequences the tokenizer itself would write for their text
-    (``compiled.matcher(canonical=True)``); not with ``max_new_tokens`` (no canonical token budget yet).
+    (``compiled.matcher(canonical=True)``); with ``max_new_tokens`` the budget counts canonical tokens
+    (:mod:`grammask.canonical_budget`).
 
     Raises :class:`~grammask.errors.DecodingError` for ``batch_size`` or ``num_beams`` below 1,
-    :class:`~grammask.errors.ConfigurationError` for ``canonical`` with ``max_new_tokens``,
     :class:`~grammask.errors.CanonicalError` for ``canonical`` on a vocabulary without a canonical relation, and, when
     called, for a batch of another number of rows; :class:`~grammask.errors.MatcherStateError` when reused
     for another ``generate`` call; :class:`~grammask.errors.BudgetError` (at the first step) when no output
@@ -54,12 +53,12 @@ class GrammarLogitsProcessor(transformers.LogitsProcessor):
                  max_new_tokens: int | None = None, *, canonical: bool = False):
         if batch_size < 1 or num_beams < 1:
             raise DecodingError(f"batch_size and num_beams must be at least 1, got {batch_size} and {num_beams}")
-        if canonical and max_new_tokens is not None:
-            raise ConfigurationError("canonical=True does not combine with max_new_tokens yet (no canonical token "
-                                     "budget); leave max_new_tokens out and the output may be cut at the limit")
         self.compiled = compiled
         self.max_new_tokens = max_new_tokens
-        self._first = compiled.matcher(canonical=True) if canonical else None
+        self._canonical = canonical
+        self._first: CanonicalMatcher | None = None
+        if canonical:
+            compiled.matcher(canonical=True)  # a vocabulary without a canonical relation fails here
         self.rows = batch_size * num_beams
         self.bitmask = allocate_bitmask(self.rows, compiled.vocab.n_logits)
         self.mask_seconds = 0.0
@@ -103,9 +102,12 @@ class GrammarLogitsProcessor(transformers.LogitsProcessor):
         """The matcher after ``history``: the previous step's matcher of its prefix, advanced by its last token.
         None for a row that took a token its mask did not allow (only a dead beam can)."""
         if len(history) == 0:
-            if self._first is not None:
-                return self._first.fork()
-            return self.compiled.limited_matcher(self.max_new_tokens)
+            if not self._canonical:
+                return self.compiled.limited_matcher(self.max_new_tokens)
+            if self._first is None:
+                self._first = (self.compiled.matcher(canonical=True) if self.max_new_tokens is None else
+                               self.compiled.limited_matcher(self.max_new_tokens, canonical=True))
+            return self._first.fork()
         prefix = history[:-1].tobytes()
         if prefix not in self._matchers:
             raise MatcherStateError(

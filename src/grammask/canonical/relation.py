@@ -171,9 +171,26 @@ class CanonicalRelation:
             self._words.move_to_end(state)
         return found
 
+    def allowed_among(self, state: int, candidates: np.ndarray) -> np.ndarray:
+        """The ids of ``candidates`` (token ids) that keep the sequence canonical after ``state``, ascending: as
+        :meth:`allowed`, deciding only the shapes the candidates have (cheap for few shapes, such as digits)."""
+        only = np.zeros(len(self._tokens), dtype=bool)
+        ids = candidates[(candidates >= 0) & (candidates < len(self._tokens))]
+        only[ids] = True
+        found = self._words.get(state)
+        if found is not None:
+            bits = np.unpackbits(found[0].view(np.uint8), bitorder="little")[: len(self._tokens)].astype(bool)
+        else:
+            bits = self._decide(state, only)[0]
+        return np.flatnonzero(bits & only).astype(np.int32)
+
     def _decide_all(self, state: int) -> tuple[np.ndarray, np.ndarray]:
         """Per token id: :meth:`allowed_exact` and may-end, for the whole vocabulary (one check per shape, see
         ``groups.py``)."""
+        return self._decide(state, None)
+
+    def _decide(self, state: int, only: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
+        """:meth:`_decide_all` for the token ids ``only`` marks (all where None); the others are left False."""
         if self._groups is None:
             self._groups = TokenGroups(self._tokens, self._model, self._pairs, self._seg, self._byte_value)
         groups = self._groups
@@ -182,6 +199,10 @@ class CanonicalRelation:
         ends = np.zeros(len(self._tokens), dtype=bool)
         conditions: dict[tuple[tuple[int, ...], bool], np.ndarray | None] = {}
         for members in groups.members:
+            if only is not None:
+                members = members[only[members]]
+                if not len(members):
+                    continue
             rep = (*window, int(members[0]))
             for final in (True, False):
                 if not final and out[members].all():
@@ -202,7 +223,8 @@ class CanonicalRelation:
         inside = split is not None and bool(split[1])
         singles = groups.single[groups.single_goes_on == inside].tolist()
         for t in singles + groups.completing_added(split[0] if split else ""):
-            out[t], ends[t] = self._one(state, t)
+            if only is None or only[t]:
+                out[t], ends[t] = self._one(state, t)
         return out, ends
 
     def _condition(self, prev: tuple[int, ...], closed: bool) -> np.ndarray | None:

@@ -107,8 +107,8 @@ def generate(
     before them is a whole sentence of the grammar (anywhere, unconstrained); the returned text stops
     before the stop string, ``tokens`` still hold the token that completed it, and
     ``stats.stop_reason`` is ``"stop"``. ``canonical``: allow only token sequences the model's tokenizer
-    would write for their text (``compiled.matcher(canonical=True)``; no token budget then, so the output
-    may be cut at ``max_tokens``). ``jump_forward``: after each token, append the tokens of the text the grammar
+    would write for their text (``compiled.matcher(canonical=True)``; the budget of ``max_tokens`` then
+    counts canonical tokens, see :mod:`grammask.canonical_budget`). ``jump_forward``: after each token, append the tokens of the text the grammar
     forces next (a schema's keys and punctuation) without a model choice, read in one forward pass; counted
     in ``stats.forced_tokens`` (greedy and sampling only; not with ``stop`` strings or ``canonical``, where
     it has no effect).
@@ -118,7 +118,7 @@ def generate(
     ``max_tokens`` below 1, an empty stop string, a chat template the model lacks, or a prompt that is empty or does not fit the
     model's context window; the :class:`~grammask.errors.GrammarError` subclasses of a grammar that cannot
     be compiled (or was compiled for another vocabulary); :class:`~grammask.errors.BudgetError` when no
-    output of the grammar fits in ``max_tokens``; :class:`~grammask.errors.CanonicalError` for ``canonical``
+    output of the grammar fits in ``max_tokens`` (with ``canonical``: none is found); :class:`~grammask.errors.CanonicalError` for ``canonical``
     with a tokenizer that has no canonical relation, and :class:`~grammask.errors.ConfigurationError` for
     ``canonical`` without a grammar; :class:`~grammask.errors.DecodingError` also for ``jump_forward`` with
     beam search or MCTS.
@@ -134,7 +134,7 @@ def generate(
     if compiled is None:
         matcher = None
     else:
-        matcher = compiled.matcher(canonical=True) if canonical else compiled.limited_matcher(max_tokens)
+        matcher = compiled.limited_matcher(max_tokens, canonical=canonical)
     rule = StopRule(stop, compiled) if stop else None
     if rule is not None:
         matcher = StopMatcher(matcher, rule, text_model.vocab)
