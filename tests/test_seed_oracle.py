@@ -41,7 +41,7 @@ def _setup(name: str, lexer: str):
 def _check(name: str, lexer: str, n_prefixes: int, seed: int) -> int:
     text, grammar, vocab, compiled = _setup(name, lexer)
     if lexer == "basic":
-        oracle = MaskOracle(text, build_lexer(grammar), vocab)
+        oracle = MaskOracle(text, build_lexer(grammar), vocab, backtrack=grammar.backtrack)
     else:
         oracle = ContextualOracle(text, grammar, build_lexer(grammar).rank, vocab)
     programs = [path.read_text() for path in sorted(PROGRAMS.joinpath(name).glob(SUFFIX[name]))]
