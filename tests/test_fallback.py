@@ -12,6 +12,8 @@ from pathlib import Path
 import lark
 import pytest
 from conftest import get_vocab
+from mask_check import check_cuts
+from oracle import MaskOracle
 from test_sampler_indentation import SYNCODE_PYTHON, _SynCodeIndenter
 
 from grammask import Grammar, compile
@@ -25,6 +27,8 @@ LARK_GRAMMARS = Path(lark.__file__).resolve().parent / "grammars"
 
 NUMBERS = ('start: (INT | FLOAT | DOT | NAME | PLUS)*\nINT: /[0-9]+/\nFLOAT: /[0-9]+(\\.[0-9]+|e[+-]?[0-9]+)/\n'
            'DOT: "."\nNAME: /[a-z]+/\nPLUS: "+"\n')
+STRICT = NUMBERS.replace("start: (INT | FLOAT | DOT | NAME | PLUS)*", "start: (NAME INT DOT NAME | INT NAME PLUS NAME | PLUS FLOAT)+")
+"""Where the parser takes a number's earlier match but not the longer lexeme it might become."""
 COMMENTS = ('start: (A | NL)*\nA: "a"\nNL: /\\n[ \\t]*/\nCOMMENT: /\\s*\\/\\/[^\\n]*/\nWS: /[ \\t]+/\n'
             '%ignore WS\n%ignore COMMENT\n')
 
@@ -57,7 +61,7 @@ def _lark_lex(parser: lark.Lark, text: str) -> list[str] | None:
     (COMMENTS, " \na"), (COMMENTS, " //c\na"), (COMMENTS, " \n \t a"), (COMMENTS, "a \n/"), (COMMENTS, "\n //x"),
 ])
 def test_backs_up_as_lark(grammar, text):
-    g = Grammar.from_lark(grammar)
+    g = Grammar.from_lark(grammar, lexer="basic")
     got = _lex(_front_lexer(g), text)
     assert got == _lark_lex(lark.Lark(grammar, parser="lalr", lexer="basic"), text)
     if got is not None:
@@ -144,3 +148,33 @@ def test_agrees_with_lark_on_smollm2():
         matcher = compiled.matcher()
         got = all(matcher.accept_token(t) for t in vocab.encode(doc)) and matcher.is_accepting()
         assert got == want, doc
+
+
+def _pieces(text: bytes, pieces: list[bytes], rng: random.Random) -> list[int]:
+    """``text`` as random pieces of the vocabulary (every byte of it is one)."""
+    ids, i = [], 0
+    while i < len(text):
+        fits = [k for k, p in enumerate(pieces) if text.startswith(p, i)]
+        k = rng.choice(fits)
+        ids.append(k)
+        i += len(pieces[k])
+    return ids
+
+
+@pytest.mark.parametrize(("grammar", "pieces", "texts"), [
+    (NUMBERS, "0 1 2 3 4 5 . e + x 1. e+ 1e .5 +x x1 1e+ 5e", ["1.x", "1e+x", "12ex+3e+4", "1.5+x", "1e5.e", "x1.1e+"]),
+    (STRICT, "0 1 2 3 4 5 . e + x y 1. e+ 1e .5 +x x1 1e+ y1 e+x", ["x1.y", "1e+x", "1ex+y", "x1.y1e+x", "+1.5x1.y", "+1e5"]),
+    (COMMENTS, "a c / \n \t \\s \\s\n // \\s/ \na a\\s \n/", [" \na", " //c\na", "a \n \t a", "a\n //c/\n a"]),
+])
+def test_masks_equal_the_oracle_at_every_prefix(grammar, pieces, texts):
+    parts = [p.replace("\\s", " ").encode() for p in pieces.split(" ")]
+    vocab = Vocabulary([*parts, None], [len(parts)], name="pieces")
+    g = Grammar.from_lark(grammar, lexer="basic")
+    compiled = compile(g, vocab, cache=False)
+    assert compiled._engine.lexer.alt is not None
+    oracle = MaskOracle(grammar, build_lexer(g), vocab, backtrack=True)
+    rng = random.Random(5)
+    for text in texts:
+        for _ in range(3):
+            ids = _pieces(text.encode(), parts, rng)
+            assert check_cuts(compiled, oracle, vocab, ids, list(range(len(ids) + 1))) == len(ids) + 1

@@ -341,13 +341,13 @@ class _Builder:
 
     def _first_after(self, x: int, trans: np.ndarray, accept: np.ndarray, restart: np.ndarray, origin: np.ndarray,
                      alt: np.ndarray) -> list[bool]:
-        """The terminals the text after fallback state ``x``'s earlier match can be emitted as first, over the
-        continuations that make the long lexeme die before it is complete (a bool row over terminals)."""
+        """The terminals the lexeme pending after fallback state ``x``'s earlier match (and its chain, emitted with
+        it) can be emitted as first, over the continuations that make the long lexeme die before it is complete
+        again (a bool row over terminals)."""
         out = [False] * self.n_terms
         tail = int(restart[x])
-        if alt[tail] == CHAIN:  # a lexeme after the match is complete already: it comes first
-            out[accept[tail]] = True
-            return out
+        while alt[tail] == CHAIN:  # lexemes after the match that are complete already: emitted with it
+            tail = int(restart[tail])
         rows, acc, plain, produce, utf8 = trans.tolist(), accept.tolist(), self.trans, self.produce, _utf8_table()
         dies = self.dies
 
