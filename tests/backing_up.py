@@ -13,7 +13,10 @@ continuations byte by byte.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Hashable
 from dataclasses import dataclass
+
+import numpy as np
 
 from grammask.automata.fallback import ends_allowed
 
@@ -94,6 +97,25 @@ class BackingUpLexer:
         if state != 0 and self.accept[state] < 0 and last is not None:
             out += self.readings(data, last[1], lexemes + ((last[0], i, last[1]),), shadows + (state,))
         return out
+
+    def token_mask(self, vocab, pending: bytes, key: Callable[[bytes, Reading], Hashable],
+                verdict: Callable[[bytes, Reading], bool]) -> np.ndarray:
+        """Per token id, whether some reading of ``pending`` + the token passes ``verdict`` (asked once per ``key``)."""
+        allowed = np.zeros(vocab.n_logits, dtype=bool)
+        known: dict[Hashable, bool] = {}
+        for tok, data in enumerate(vocab.tokens):
+            if not data:
+                continue
+            text = pending + data
+            for reading in self.readings(text):
+                k = key(text, reading)
+                ok = known.get(k)
+                if ok is None:
+                    ok = known[k] = verdict(text, reading)
+                if ok:
+                    allowed[tok] = True
+                    break
+        return allowed
 
     def finish(self, data: bytes, reading: Reading) -> list[tuple[int, int, int]] | None:
         """The lexemes of ``reading`` if the input ends after ``data`` (shadows die there), None if it cannot."""

@@ -134,26 +134,21 @@ class MaskOracle:
         ip = self.parser.parse_interactive("")
         assert self._feed(ip, [t for t, _, _ in base.lexemes]), "prefix does not parse"
         pending = prefix[base.start:]
-        allowed = np.zeros(self.vocab.n_logits, dtype=bool)
-        verdicts: dict[tuple, bool] = {}
-        for tok, data in enumerate(self.vocab.tokens):
-            if not data:
-                continue
-            text = pending + data
-            for reading in lexing.readings(text):
-                terms = tuple(t for t, _, _ in reading.lexemes)
-                key = (terms, reading.state, reading.shadows, text[-4:] if reading.shadows else b"")
-                ok = verdicts.get(key)
-                if ok is None:
-                    branch = ip.copy()
-                    ok = self._feed(branch, terms)
-                    if ok and reading.state != 0:
-                        acc = branch.accepts()
-                        ok = any(self.ignored[x] or self.names[x] in acc for x in lexing.first_terms(text, reading))
-                    verdicts[key] = ok
-                if ok:
-                    allowed[tok] = True
-                    break
+
+        def key(text: bytes, reading) -> tuple:
+            terms = tuple(t for t, _, _ in reading.lexemes)
+            return terms, reading.state, reading.shadows, text[-4:] if reading.shadows else b""
+
+        def verdict(text: bytes, reading) -> bool:
+            branch = ip.copy()
+            if not self._feed(branch, [t for t, _, _ in reading.lexemes]):
+                return False
+            if reading.state == 0:
+                return True
+            acc = branch.accepts()
+            return any(self.ignored[x] or self.names[x] in acc for x in lexing.first_terms(text, reading))
+
+        allowed = lexing.token_mask(self.vocab, pending, key, verdict)
         for reading in lexing.readings(pending):
             done = lexing.finish(pending, reading)
             if done is not None:

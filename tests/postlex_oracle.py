@@ -188,23 +188,18 @@ class PostlexOracle:
         post = self.start_state.copy()
         assert self._run(ip, post, self._lexemes(prefix, base.lexemes)), "prefix does not parse"
         pending = prefix[base.start:]
-        allowed = np.zeros(self.vocab.n_logits, dtype=bool)
-        verdicts: dict[tuple, bool] = {}
-        for tok, data in enumerate(self.vocab.tokens):
-            if not data:
-                continue
-            text = pending + data
-            for reading in self.lexing.readings(text):
-                lexemes = self._lexemes(text, reading.lexemes)
-                key = (tuple((t, x if self.names[t] in post.newlines else b"") for t, x in lexemes), reading.state,
-                       reading.shadows, text[-4:] if reading.shadows else b"")
-                ok = verdicts.get(key)
-                if ok is None:
-                    ip2, post2 = ip.copy(), post.copy()
-                    ok = verdicts[key] = self._run(ip2, post2, lexemes) and self._pending_ok(ip2, post2, text, reading)
-                if ok:
-                    allowed[tok] = True
-                    break
+
+        def key(text: bytes, reading) -> tuple:
+            lexemes = self._lexemes(text, reading.lexemes)
+            return (tuple((t, x if self.names[t] in post.newlines else b"") for t, x in lexemes), reading.state,
+                    reading.shadows, text[-4:] if reading.shadows else b"")
+
+        def verdict(text: bytes, reading) -> bool:
+            ip2, post2 = ip.copy(), post.copy()
+            return self._run(ip2, post2, self._lexemes(text, reading.lexemes)) and self._pending_ok(
+                ip2, post2, text, reading)
+
+        allowed = self.lexing.token_mask(self.vocab, pending, key, verdict)
         if self._eos_ok(ip, post, pending):
             allowed[list(self.vocab.eos_ids)] = True
         return allowed

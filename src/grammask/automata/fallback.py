@@ -23,6 +23,7 @@ terminals ``a`` and ``a+b`` on ``aaaa…``) it stops at :data:`MAX_NEW_STATES` a
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 import numpy as np
@@ -78,6 +79,21 @@ class FallbackLimit(Exception):
     """The fallbacks of a lexer do not end within :data:`MAX_NEW_STATES` states (internal)."""
 
 
+def trailing_pairs(trans: np.ndarray, context: TrailingContext) -> Iterator[tuple[int, int]]:
+    """The (lexer state, trailing-context state) pairs the lexer DFA and a terminal's trailing-context DFA reach side
+    by side from the empty lexeme."""
+    seen = {(0, 0)}
+    todo = [(0, 0)]
+    while todo:
+        q, t = todo.pop()
+        yield q, t
+        for byte in np.flatnonzero((trans[q] >= 0) & (context.trans[t] >= 0)).tolist():
+            pair = (int(trans[q, byte]), int(context.trans[t, byte]))
+            if pair not in seen:
+                seen.add(pair)
+                todo.append(pair)
+
+
 def ends_allowed(trans: np.ndarray, accept: np.ndarray, trailing: tuple[tuple[int, TrailingContext], ...],
                  ) -> np.ndarray:
     """Per plain state, the next bytes (column 256: the end of input) before which its lexeme may end.
@@ -86,17 +102,9 @@ def ends_allowed(trans: np.ndarray, accept: np.ndarray, trailing: tuple[tuple[in
     states of that lookahead, it may end only where all allow it."""
     allowed = np.ones((len(accept), END + 1), dtype=bool)
     for terminal, context in trailing:
-        seen = {(0, 0)}
-        todo = [(0, 0)]
-        while todo:
-            q, t = todo.pop()
+        for q, t in trailing_pairs(trans, context):
             if accept[q] == terminal:
                 allowed[q] &= context.allowed[t]
-            for byte in np.flatnonzero((trans[q] >= 0) & (context.trans[t] >= 0)).tolist():
-                pair = (int(trans[q, byte]), int(context.trans[t, byte]))
-                if pair not in seen:
-                    seen.add(pair)
-                    todo.append(pair)
     return allowed
 
 
