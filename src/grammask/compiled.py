@@ -157,8 +157,8 @@ class CompiledGrammar:
         """A matcher for one output of at most ``max_tokens`` tokens (EOS included).
 
         Budgeted (see :meth:`matcher`) where the grammar can have budgets; a grammar that cannot
-        (one under the contextual lexer) gets an unbudgeted matcher and a warning that its output may
-        be cut at the limit. ``lenient``: the same when no output fits ``max_tokens``
+        (one under the contextual lexer, or whose lexer backs up as Lark's does) gets an unbudgeted matcher and a
+        warning that its output may be cut at the limit. ``lenient``: the same when no output fits ``max_tokens``
         (a serving request is not failed for it). Raises :class:`~grammask.errors.BudgetError` for a
         budget no output fits unless ``lenient``.
         """
