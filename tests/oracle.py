@@ -11,6 +11,11 @@ parser, built from the grammar's Lark text.
 3. the pending lexeme is empty, or some terminal ``X`` in Prod(q) (a terminal some continuation
    of the pending lexeme is emitted as) is ignored or is accepted by the parser next.
 
+With ``backtrack=True`` (grammars from Lark, ``Grammar.backtrack``) step 1 lexes as Lark does, backing up to the
+last complete match where a lexeme dies (``backing_up.py``): a prefix may then lex several ways, and it is viable
+iff one of them is, its pending lexeme's terminals being those it can become while the longer lexemes it backed
+up from die first.
+
 Token ``t`` is allowed after prefix ``w`` iff ``w + t`` is viable. EOS is allowed iff the pending
 lexeme is empty or complete, and the parser accepts its terminal (if not ignored) then ``$END``.
 This is the semantics DESIGN.md asks of masks, under the assumption (true for grammars whose
@@ -23,13 +28,15 @@ from __future__ import annotations
 from collections import deque
 
 import numpy as np
+from backing_up import BackingUpLexer
 from lark import Lark, Token
 from lark.exceptions import UnexpectedToken
 
 
 class MaskOracle:
-    def __init__(self, lark_text: str, lexer, vocab):
+    def __init__(self, lark_text: str, lexer, vocab, backtrack: bool = False):
         self.parser = Lark(lark_text, parser="lalr", lexer="basic")
+        self.backing_up = BackingUpLexer(lexer) if backtrack else None
         self.trans = lexer.trans.tolist()
         self.accept = lexer.accept.tolist()
         self.names = lexer.terminals
@@ -92,6 +99,8 @@ class MaskOracle:
 
     def mask(self, prefix: bytes) -> np.ndarray:
         """Boolean mask over ``vocab.n_logits`` for the byte prefix (which must be viable)."""
+        if self.backing_up is not None:
+            return self._mask_backing_up(prefix)
         lexed = self.lex(0, prefix)
         assert lexed is not None, "prefix does not lex"
         emitted, state = lexed
@@ -115,6 +124,37 @@ class MaskOracle:
                 allowed[tok] = True
         if self._accepts_end(ip, state):
             allowed[list(self.vocab.eos_ids)] = True
+        return allowed
+
+    def _mask_backing_up(self, prefix: bytes) -> np.ndarray:
+        lexing = self.backing_up
+        readings = lexing.readings(prefix)
+        assert readings, "prefix does not lex"
+        base = readings[0]  # its lexemes are every reading's first ones
+        ip = self.parser.parse_interactive("")
+        assert self._feed(ip, [t for t, _, _ in base.lexemes]), "prefix does not parse"
+        pending = prefix[base.start:]
+
+        def key(text: bytes, reading) -> tuple:
+            terms = tuple(t for t, _, _ in reading.lexemes)
+            return terms, reading.state, reading.shadows, text[-4:] if reading.shadows else b""
+
+        def verdict(text: bytes, reading) -> bool:
+            branch = ip.copy()
+            if not self._feed(branch, [t for t, _, _ in reading.lexemes]):
+                return False
+            if reading.state == 0:
+                return True
+            acc = branch.accepts()
+            return any(self.ignored[x] or self.names[x] in acc for x in lexing.first_terms(text, reading))
+
+        allowed = lexing.token_mask(self.vocab, pending, key, verdict)
+        for reading in lexing.readings(pending):
+            done = lexing.finish(pending, reading)
+            if done is not None:
+                branch = ip.copy()
+                if self._feed(branch, [t for t, _, _ in done]) and "$END" in branch.accepts():
+                    allowed[list(self.vocab.eos_ids)] = True
         return allowed
 
     def _accepts_end(self, ip, state: int) -> bool:

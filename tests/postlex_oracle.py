@@ -5,6 +5,10 @@ texts), runs the **reference postlex object itself** over the tokens (Lark's own
 semicolon-insertion postlex such as the built-in Go grammar's ``GoSemicolons``), and parses with
 Lark's interactive LALR parser.
 
+For a grammar that backs up as Lark's lexer does (``Grammar.backtrack``) lexing is Lark's (``backing_up.py``): a
+prefix may lex several ways and is viable iff one of them is, the pending lexeme's terminals being those it can
+become while the longer lexemes it backed up from die first.
+
 **Viability rule.** ``w`` is viable iff lexing it fails nowhere, the postlex and the parser accept
 the completed lexemes, and the pending lexeme is empty, may be ignored, or may become a terminal
 that, passed through the postlex, the parser takes. For an indenter's newline some line width must
@@ -20,6 +24,7 @@ import copy
 import dataclasses
 
 import numpy as np
+from backing_up import BackingUpLexer
 from lark import Lark, Token
 from lark.exceptions import LarkError, UnexpectedToken
 from lark.indenter import Indenter
@@ -120,29 +125,15 @@ class PostlexOracle:
         fed = type("Fed", (Lexer,), {"__init__": _Fed.__init__, "lex": _Fed.lex})
         self.parser = Lark(to_lark_text(grammar), parser="lalr", lexer=fed, start=grammar.start)
         lexer = build_lexer(dataclasses.replace(grammar, semicolons=None))
-        self.trans = lexer.trans.tolist()
-        self.accept = lexer.accept.tolist()
         # terminal names as the exported grammar spells them
         self.names = [lark_terminal_name(n) for n in lexer.terminals]
         self.ignored = [bool(x) for x in lexer.ignored]
-        self.produce = [set(np.flatnonzero(row).tolist()) for row in lexer.produce]
+        self.lexing = BackingUpLexer(lexer, backtrack=grammar.backtrack)
         self.vocab = vocab
         self.start_state = _IndentState(postlex) if isinstance(postlex, Indenter) else _SemicolonState(postlex)
 
-    def lex(self, data: bytes, state: int = 0):
-        """(completed (terminal, text) pairs, pending state, pending text) or None."""
-        out, start = [], 0
-        for i, b in enumerate(data):
-            nxt = self.trans[state][b]
-            if nxt < 0:
-                term = self.accept[state]
-                nxt = self.trans[0][b]
-                if term < 0 or nxt < 0:
-                    return None
-                out.append((term, data[start:i]))
-                start = i
-            state = nxt
-        return out, state, data[start:]
+    def _lexemes(self, text: bytes, lexemes) -> list[tuple[int, bytes]]:
+        return [(t, text[a:b]) for t, a, b in lexemes]
 
     def _run(self, ip, post, lexemes) -> bool:
         """Feed completed lexemes through the postlex into the parser (both change); False if rejected."""
@@ -163,10 +154,10 @@ class PostlexOracle:
             return False
         return "$END" in ip.accepts()
 
-    def _pending_ok(self, ip, post, state: int) -> bool:
-        if state == 0:
+    def _pending_ok(self, ip, post, text: bytes, reading) -> bool:
+        if reading.state == 0:
             return True
-        produce = self.produce[state]
+        produce = self.lexing.first_terms(text, reading)
         if any(self.ignored[x] for x in produce):
             return True
         acc = ip.accepts()
@@ -190,45 +181,41 @@ class PostlexOracle:
 
     def mask(self, prefix: bytes) -> np.ndarray:
         """Boolean mask over ``vocab.n_logits`` after the byte prefix (which must be viable)."""
-        lexed = self.lex(prefix)
-        assert lexed is not None, "prefix does not lex"
-        done, state, pending = lexed
+        readings = self.lexing.readings(prefix)
+        assert readings, "prefix does not lex"
+        base = readings[0]  # its lexemes are every reading's first ones
         ip = self.parser.parse_interactive("")
         post = self.start_state.copy()
-        assert self._run(ip, post, done), "prefix does not parse"
-        allowed = np.zeros(self.vocab.n_logits, dtype=bool)
-        verdicts: dict[tuple, bool] = {}
-        for tok, data in enumerate(self.vocab.tokens):
-            if not data:
-                continue
-            res = self.lex(pending + data)
-            if res is None:
-                continue
-            lexemes, end, _ = res
-            key = (tuple((t, text if self.names[t] in post.newlines else b"") for t, text in lexemes), end)
-            ok = verdicts.get(key)
-            if ok is None:
-                ip2, post2 = ip.copy(deepcopy_values=False), post.copy()
-                ok = verdicts[key] = self._run(ip2, post2, lexemes) and self._pending_ok(ip2, post2, end)
-            allowed[tok] = ok
-        if self._eos_ok(ip, post, state, pending):
+        assert self._run(ip, post, self._lexemes(prefix, base.lexemes)), "prefix does not parse"
+        pending = prefix[base.start:]
+
+        def key(text: bytes, reading) -> tuple:
+            lexemes = self._lexemes(text, reading.lexemes)
+            return (tuple((t, x if self.names[t] in post.newlines else b"") for t, x in lexemes), reading.state,
+                    reading.shadows, text[-4:] if reading.shadows else b"")
+
+        def verdict(text: bytes, reading) -> bool:
+            ip2, post2 = ip.copy(deepcopy_values=False), post.copy()
+            return self._run(ip2, post2, self._lexemes(text, reading.lexemes)) and self._pending_ok(
+                ip2, post2, text, reading)
+
+        allowed = self.lexing.token_mask(self.vocab, pending, key, verdict)
+        if self._eos_ok(ip, post, pending):
             allowed[list(self.vocab.eos_ids)] = True
         return allowed
 
     def accepts(self, text: bytes) -> bool:
         """Whether ``text`` is a whole sentence (EOS allowed after it)."""
-        lexed = self.lex(text)
-        if lexed is None:
-            return False
-        done, state, pending = lexed
         ip = self.parser.parse_interactive("")
-        post = self.start_state.copy()
-        return self._run(ip, post, done) and self._eos_ok(ip, post, state, pending)
+        return self._eos_ok(ip, self.start_state.copy(), text)
 
-    def _eos_ok(self, ip, post, state: int, pending: bytes) -> bool:
-        ip, post = ip.copy(deepcopy_values=False), post.copy()
-        if state != 0:
-            term = self.accept[state]
-            if term < 0 or not self._run(ip, post, [(term, pending)]):
-                return False
-        return self._ends(ip, post)
+    def _eos_ok(self, ip, post, pending: bytes) -> bool:
+        """Whether the input may end after ``pending`` (lexed from a lexeme boundary, ``ip``/``post`` before it)."""
+        for reading in self.lexing.readings(pending):
+            done = self.lexing.finish(pending, reading)
+            if done is None:
+                continue
+            ip2, post2 = ip.copy(deepcopy_values=False), post.copy()
+            if self._run(ip2, post2, self._lexemes(pending, done)) and self._ends(ip2, post2):
+                return True
+        return False

@@ -16,6 +16,7 @@ adversarial runs at every budget, 50 runs per budget and chooser; at least 1,000
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import json
 import shutil
@@ -241,10 +242,12 @@ POSTLEX_PREFIXES = {
 
 
 def _python_lark_grammar() -> Grammar:
+    """Lark's python.lark with the plain lexing rule: budgets do not count Lark's backing up (numbers, "...")."""
     from lark.indenter import PythonIndenter
 
-    return Grammar.from_lark(_python_lark_grammar_text(), postlex=PythonIndenter(), start="file_input", lexer="basic",
-                             name="python.lark")
+    grammar = Grammar.from_lark(_python_lark_grammar_text(), postlex=PythonIndenter(), start="file_input",
+                                lexer="basic", name="python.lark")
+    return dataclasses.replace(grammar, backtrack=False)
 
 
 @functools.cache

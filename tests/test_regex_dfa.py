@@ -422,3 +422,25 @@ def test_unsupported_features_name_the_terminal(pattern: str, feature: str) -> N
 def test_unknown_flag_letter_is_reported() -> None:
     with pytest.raises(UnsupportedRegexError, match=r"MY_TERM.*'q'"):
         parse_regex("a", "q", name="MY_TERM")
+
+
+@pytest.mark.parametrize("escape", ["\\s", "\\S", "\\w", "\\W", "\\d", "\\D"])
+@pytest.mark.parametrize("flags", ["", "a"])
+def test_class_escapes_match_re_on_every_code_point(escape, flags):
+    # Python's str classes are Unicode (\s holds \x1c-\x1f, \x85, \u1680, \u2000-\u200a, ...): every scalar value's
+    # UTF-8 bytes must reach an accepting state exactly where re matches it.
+    dfa = regex_to_dfa(escape, flags)
+    accepting = np.array([bool(tags) for tags in dfa.accepts] + [False])
+    trans = np.vstack([dfa.trans, np.full((1, 256), -1, dtype=dfa.trans.dtype)])
+    dead = len(accepting) - 1
+    pattern = re.compile(escape, re.ASCII if flags else 0)
+    for lo, hi in ((0, 0x80), (0x80, 0x800), (0x800, 0x10000), (0x10000, 0x110000)):
+        points = [c for c in range(lo, hi) if not 0xD800 <= c <= 0xDFFF]
+        text = "".join(map(chr, points))
+        want = np.array([pattern.fullmatch(c) is not None for c in text])
+        data = np.frombuffer(text.encode("utf-8"), dtype=np.uint8).reshape(len(points), -1)
+        state = np.zeros(len(points), dtype=np.int64)
+        for column in data.T:
+            state = trans[state, column]
+            state[state < 0] = dead
+        assert np.array_equal(accepting[state], want), escape

@@ -148,7 +148,7 @@ class RegexProduct:
             trie = self._engine.trie
             seqs = SequenceTable(max(1, len(self._lexer.terminals)))
             entries, seq, end = walk_alive(trie, self._lexer.trans, self._lexer.accept, self._engine.parser_term,
-                                           q, seqs)
+                                           q, seqs, restart=self._lexer.restart)
             keep = seq == 0
             ids, ends = trie.token_ids[entries[keep]], end[keep]
             order = np.lexsort((ids, self._distance[ends]))
@@ -397,7 +397,8 @@ class ForcedTextCheck:
         if found is None:
             lexer, trie = self._engine.lexer, self._engine.trie
             seqs = SequenceTable(max(1, len(lexer.terminals)))
-            entries, seq, end = walk_alive(trie, lexer.trans, lexer.accept, self._engine.parser_term, q, seqs)
+            entries, seq, end = walk_alive(trie, lexer.trans, lexer.accept, self._engine.parser_term, q, seqs,
+                                           restart=lexer.restart)
             groups: dict[tuple[int, int], list[int]] = {}
             for t, s_, q2 in zip(trie.token_ids[entries].tolist(), seq.tolist(), end.tolist()):
                 groups.setdefault((q2, s_), []).append(t)

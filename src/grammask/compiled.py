@@ -167,8 +167,9 @@ class CompiledGrammar:
         """A matcher for one output of at most ``max_tokens`` tokens (EOS included); ``canonical`` as in :meth:`matcher`.
 
         Budgeted (see :meth:`matcher`) where the grammar can have budgets; a grammar that cannot
-        (counted terminals; the contextual lexer with an indenter) gets an unbudgeted matcher and a warning that its output may
-        be cut at the limit. ``lenient``: the same when no output fits ``max_tokens``
+        (counted terminals; the contextual lexer with an indenter; a lexer that backs up to an earlier match as Lark's
+        does) gets an unbudgeted matcher and a warning that its output may be cut at the limit. ``lenient``: the same
+        when no output fits ``max_tokens``
         (a serving request is not failed for it). Raises :class:`~grammask.errors.BudgetError` for a
         budget no output fits unless ``lenient``, and what :meth:`matcher` raises for ``canonical``.
         """

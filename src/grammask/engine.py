@@ -24,7 +24,8 @@ from grammask.spanner import VocabTrie
 from grammask.vocab import Vocabulary
 
 _LEXER_FIELDS = ("trans", "accept", "produce", "ignored")
-_LEXER_OPTIONAL = ("restart", "branch_ptr", "branch_start", "branch_mode", "lr_mode", "mode_start", "ban_row", "ban")
+_LEXER_OPTIONAL = ("restart", "branch_ptr", "branch_start", "branch_mode", "lr_mode", "mode_start", "ban_row", "ban",
+                   "alt")
 _TABLE_ARRAYS = ("action", "goto", "rule_lhs", "rule_len", "rule_rhs", "dropped")
 
 

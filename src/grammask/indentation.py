@@ -30,6 +30,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from grammask.automata.fallback import CHAIN
 from grammask.automata.lexer import BRANCH, LexerAutomaton
 from grammask.errors import GrammarError
 from grammask.grammar.ir import Indentation
@@ -189,36 +190,52 @@ class IndentRuntime:
         lexer's next mode is read off the stack each lexeme reaches."""
         lexer = self._lexer
         trans, accept, restart = lexer._lists
-        parser_term, widths, bans = self._parser_term, self._widths, lexer.bans
-        spec = self.spec
+        widths, bans = self._widths, lexer.bans
         for b in data:
             nxt = trans[lexstate][b]
-            if nxt < 0:
+            while nxt < 0:  # emit; a fallback's restart may emit in turn (LexerAutomaton.alt)
                 term = accept[lexstate]
                 if term < 0 or (bans is not None and b in bans[lexstate]):
                     return None
-                item = parser_term[term]
-                if term == spec.newline_lexer:
-                    if width == NO_BREAK and depth == 0:
-                        return None  # Lark's Indenter fails on a newline without a line break
-                    item = spec.newline_id(max(width, 0))
-                if item >= 0:
-                    fed = self.feed(stack, levels, depth, item)
-                    if fed is None:
-                        return None
-                    stack, levels, depth = fed
+                fed = self._emit(term, stack, levels, depth, width)
+                if fed is None:
+                    return None
+                stack, levels, depth = fed
                 again = restart[lexstate]
                 if again == BRANCH:
                     again = lexer.branch_options[term].get(self._lr_mode[stack[0]], -1)
                     if again < 0:
                         return None
+                lexstate = again
                 nxt = trans[again][b]
-                if nxt < 0:
-                    return None
                 width = NO_BREAK
             width = _next_width(width, widths[b])
             lexstate = nxt
         return lexstate, stack, levels, depth, width
+
+    def _emit(self, term: int, stack: Stack, levels: tuple[int, ...], depth: int, width: int):
+        """Feed lexer terminal ``term`` ending with the current line ``width`` wide: ``(stack, levels, depth)``, or
+        None if the indenter or the parser rejects it."""
+        item = self._parser_term[term]
+        if term == self.spec.newline_lexer:
+            if width == NO_BREAK and depth == 0:
+                return None  # Lark's Indenter fails on a newline without a line break
+            item = self.spec.newline_id(max(width, 0))
+        return (stack, levels, depth) if item < 0 else self.feed(stack, levels, depth, item)
+
+    def fallen(self, lexstate: int, stack: Stack, levels: tuple[int, ...], depth: int, width: int):
+        """Feed what fallback state ``lexstate`` emits where its long lexeme dies right now (see
+        ``LexerAutomaton.alt``): ``(stack, levels, depth)``, or None if rejected."""
+        lexer = self._lexer
+        while True:
+            fed = self._emit(int(lexer.accept[lexstate]), stack, levels, depth, width)
+            if fed is None:
+                return None
+            stack, levels, depth = fed
+            width = NO_BREAK
+            lexstate = int(lexer.restart[lexstate])
+            if lexer.alt[lexstate] != CHAIN:
+                return stack, levels, depth
 
     def width_after(self, lexstate: int, width: int, data: bytes) -> int | None:
         """The current line's width after lexing ``data`` from (``lexstate``, ``width``) with the basic lexer
@@ -227,12 +244,11 @@ class IndentRuntime:
         widths = self._widths
         for b in data:
             nxt = trans[lexstate][b]
-            if nxt < 0:
+            while nxt < 0:
                 if accept[lexstate] < 0:
                     return None
-                nxt = trans[restart[lexstate]][b]
-                if nxt < 0:
-                    return None
+                lexstate = restart[lexstate]
+                nxt = trans[lexstate][b]
                 width = NO_BREAK
             width = _next_width(width, widths[b])
             lexstate = nxt
@@ -247,11 +263,19 @@ class IndentRuntime:
             return None
         if term == self.spec.newline_lexer:
             if self.spec.eof_newline:
-                return [self.spec.newline_id(0)]
-            # Lark's Indenter measures the text after the lexeme's last line break; with none it fails.
-            return None if width == NO_BREAK else [self.spec.newline_id(width)]
-        pt = self._parser_term[term]
-        return [pt] if pt >= 0 else []
+                items = [self.spec.newline_id(0)]
+            elif width == NO_BREAK:  # Lark's Indenter measures the text after the lexeme's last line break
+                return None
+            else:
+                items = [self.spec.newline_id(width)]
+        else:
+            pt = self._parser_term[term]
+            items = [pt] if pt >= 0 else []
+        again = int(self._lexer.restarts[lexstate])
+        if self._lexer.alt is None or again == 0:
+            return items
+        rest = self.finish(again, NO_BREAK)  # a fallback: the text after the match lexes on to the end
+        return None if rest is None else items + rest
 
     def feed(self, stack: Stack, levels: tuple[int, ...], depth: int, item: int, carry: int = 0, feed=None):
         """Feed one item: ``(stack, levels, depth)`` after it, or None if the parser or the indenter rejects it.

@@ -21,7 +21,8 @@ import numpy as np
 
 from grammask.automata.contextual import contextual_lexer
 from grammask.automata.counted import CountTables
-from grammask.automata.lexer import LexerAutomaton, build_lexer
+from grammask.automata.fallback import MAX_DEPTH
+from grammask.automata.lexer import LexerAutomaton, build_lexer, with_fallbacks
 from grammask.bitmask import bitmask_words
 from grammask.classes import (
     NO_EXCLUSION,
@@ -52,7 +53,7 @@ if TYPE_CHECKING:
     from grammask.errors import Deadline
     from grammask.vocab import Vocabulary
 
-FORMAT_VERSION = 7
+FORMAT_VERSION = 8
 
 _GROWING = ("pair_mask", "pair_marks", "masks", "marks_ptr", "marks", "state_class", "state_lcp", "state_dep",
             "dep_word_ptr", "dep_words", "dep_bits", "class_seq_ptr", "class_seq_terms", "class_follow")
@@ -200,11 +201,48 @@ def build_front(grammar: Grammar, deadline: Deadline | None = None) -> Front:
         made = _contextual(grammar, lexer, tables, mapping, deadline)
         if made is not None:
             lexer, state_modes = made
+    if grammar.backtrack and grammar.semicolons is None and lexer.counter is None:
+        lexer = _with_fallbacks(grammar, lexer)
     indent = None
     if grammar.indentation is not None:
         indent = IndentSpec.build(grammar.indentation, lexer, names, MAX_ALIASES if lexer.contextual else 0)
         mapping = indent.lexer_terminal_map(mapping)
     return Front(lexer, tables, mapping, indent, state_modes)
+
+
+def _with_fallbacks(grammar: Grammar, lexer: LexerAutomaton) -> LexerAutomaton:
+    """``lexer`` with Lark's fallbacks (:func:`~grammask.automata.lexer.with_fallbacks`) where they can be built
+    exactly, with a warning naming the places where grammask's lexer still does not back up as Lark's does."""
+    if lexer.contextual:
+        _, made, _ = with_fallbacks(build_lexer(dataclasses.replace(grammar, lexer="basic")))
+        if made is not None:
+            _warn_no_fallback(grammar, made.fallback_terminals, lexer, "under the contextual lexer (pass lexer='basic')")
+        return lexer
+    backed, made, limit = with_fallbacks(lexer)
+    if limit is not None:
+        warnings.warn(f"grammar '{grammar.name}': grammask's lexer does not back up to an earlier match where Lark's "
+                      f"does: {limit}", stacklevel=4)
+        return lexer
+    if made is None:
+        return lexer
+    rules = grammar.indentation
+    if rules is not None:
+        widths = byte_widths(rules.tab_len, rules.line_breaks)
+        measured = sorted(t for t, window in made.windows.items() if (widths[sorted(window)] != 0).any())
+        if measured:
+            _warn_no_fallback(grammar, measured, lexer, "where the text read past the match counts for the indentation")
+            return lexer
+    if made.cut:
+        _warn_no_fallback(grammar, sorted(made.cut), lexer, f"after more than {MAX_DEPTH} lexemes read past the match")
+    return backed
+
+
+def _warn_no_fallback(grammar: Grammar, terminals, lexer: LexerAutomaton, where: str) -> None:
+    names = ", ".join(lexer.terminals[t] for t in terminals)
+    warnings.warn(
+        f"grammar '{grammar.name}': grammask's lexer does not back up to an earlier match of {names} {where}, where "
+        f"Lark's does: text that runs on past such a match and then fails is refused (docs/architecture.md, "
+        f"'The lexing rule')", stacklevel=5)
 
 
 def _warn_unlexable(grammar: Grammar, lexer: LexerAutomaton) -> None:
@@ -397,7 +435,7 @@ class _StateBuilder:
         with self.walks.borrow(self.walker) as work:
             if self.sup is None:
                 entries, seq, ends = walk_alive(trie, lexer.trans, lexer.accept, parser_term, q, self.seqs, work,
-                                                self.newline, lexer.restart, lexer.counter, first_bytes)
+                                                self.newline, lexer.restart, lexer.counter, first_bytes, lexer.alt)
             else:
                 entries, seq, ends = walk_contextual(trie, lexer.trans, lexer.accept, lexer.restart, lexer.ignored,
                                                      parser_term, lexer.branch_ptr, lexer.branch_start, q, self.seqs,
@@ -426,6 +464,9 @@ class _StateBuilder:
         if q == 0:
             return np.array([tables.start_state], dtype=np.int32)
         produce = lexer.produce[q]
+        if lexer.alt is not None and lexer.alt[q] >= 0:  # a fallback: its earlier match may come next instead
+            produce = produce.copy()
+            produce[lexer.accept[q]] = True
         ok = self.on_top.copy()
         if not (produce & (lexer.ignored | (parser_term >= tables.end + 1))).any():
             ok &= self.live[:, parser_term[produce]].any(axis=1)
@@ -673,7 +714,7 @@ def _later_levels(counter: CountTables, states: np.ndarray, queued: np.ndarray) 
 def _armed_tops(lexer: LexerAutomaton, tables: ParseTables, parser_term: np.ndarray) -> np.ndarray | None:
     """With semicolon insertion: per LR state, whether it is on top only in the armed mode (its accessing
     terminal arms the lexer), so each lexer state meets only the LR states of its own mode. None without."""
-    if lexer.restart is None or lexer.contextual:
+    if lexer.restart is None or lexer.contextual or lexer.alt is not None:  # restarts of fallbacks, not modes
         return None
     half = lexer.n_states // 2
     arming = {int(parser_term[t]) for t, r in zip(lexer.accept[:half].tolist(), lexer.restart[:half].tolist())

@@ -211,6 +211,12 @@ class Matcher(TokenSteps):
                 f"budgets do not count them yet"
             )
         lexer = self.compiled._engine.lexer
+        if lexer.alt is not None:
+            raise BudgetUnsupportedError(
+                f"grammar {grammar.name!r} has places where its lexer backs up to an earlier match, as Lark's does "
+                f"(docs/architecture.md, 'The lexing rule'): token budgets do not count those yet; "
+                f"dataclasses.replace(grammar, backtrack=False) keeps the plain lexing rule, which budgets count"
+            )
         if lexer.contextual and self._indenter is not None:
             raise BudgetUnsupportedError(
                 f"grammar {grammar.name!r} combines the contextual lexer (which lexes it otherwise than the basic one) "
@@ -431,7 +437,7 @@ class Matcher(TokenSteps):
             if read is None:
                 return None
             lexstate, stack, levels, depth, width = read
-            if not self._follow_ok(stack, (levels, depth), self._rt.state_follow[lexstate]):
+            if not self._pending_ok(lexstate, stack, (levels, depth, width)):
                 return None
             return lexstate, stack, (levels, depth, width)
         if self._lexer.contextual:
@@ -451,9 +457,26 @@ class Matcher(TokenSteps):
                 return None
             emitted, lexstate = lexed
             stack = self._feed_lexer_terminals(stack, emitted)
-        if stack is None or not self._follow_ok(stack, None, self._rt.state_follow[lexstate]):
+        if stack is None or not self._pending_ok(lexstate, stack, None):
             return None
         return lexstate, stack, post
+
+    def _pending_ok(self, lexstate: int, stack, post) -> bool:
+        """Whether the lexeme pending in ``lexstate`` can still become a terminal ``stack`` takes (``post``: the
+        indentation context, None without); for a fallback state (Lark's backing up, ``LexerAutomaton.alt``) also
+        where its long lexeme dies right now and the text after the earlier match lexes on."""
+        follow = self._rt.state_follow
+        context = None if post is None else post[:2]
+        if self._follow_ok(stack, context, follow[lexstate]):
+            return True
+        alt = self._lexer.alt
+        if alt is None or alt[lexstate] < 0:
+            return False
+        if post is None:
+            fell = self._feed_lexer_terminals(stack, self._lexer.fallen(lexstate))
+            return fell is not None and self._follow_ok(fell, None, follow[alt[lexstate]])
+        fell = self._indenter.fallen(lexstate, stack, *post)
+        return fell is not None and self._follow_ok(fell[0], fell[1:], follow[alt[lexstate]])
 
     def _state_after(self, data: bytes):
         state = self._read(self._lexstate, self._stack, self._post, data)

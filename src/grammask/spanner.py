@@ -30,6 +30,9 @@ if TYPE_CHECKING:
 
 
 DEAD = -1
+CHAIN = -2
+"""``LexerAutomaton.alt`` of a chain state (as :data:`grammask.automata.fallback.CHAIN`; this layer imports no
+automata)."""
 
 
 @dataclass(frozen=True)
@@ -196,7 +199,8 @@ class TrieWalk:
         # The pending lexeme's count at each node (counted terminals), -1 while it is the lexeme the walk began in.
         self.count = np.empty(trie.n_nodes, dtype=np.int64)
         n = len(trie.token_ids)
-        self.out = (np.empty(n, dtype=np.int32), np.empty(n, dtype=np.int32), np.empty(n, dtype=np.int32))
+        # a token is reported twice where it leaves a fallback pending (LexerAutomaton.alt)
+        self.out = (np.empty(2 * n, dtype=np.int32), np.empty(2 * n, dtype=np.int32), np.empty(2 * n, dtype=np.int32))
         self.cache_keys = np.full(self._SLOTS, -1, dtype=np.int64)
         self.cache_span = np.full((self._SLOTS, 2), -1, dtype=np.int64)  # start and length in the arena, once stored
         self.arena = (np.empty(4 * n, dtype=np.int32), np.empty(4 * n, dtype=np.int32), np.empty(4 * n, dtype=np.int32))
@@ -278,6 +282,7 @@ def walk_alive(
     trie: VocabTrie, trans: np.ndarray, accept: np.ndarray, parser_term: np.ndarray, start: int,
     seqs: SequenceTable, work: TrieWalk | None = None, newline: NewlineWidths | None = None,
     restart: np.ndarray | None = None, counter: CountTables | None = None, first_bytes: np.ndarray | None = None,
+    alt: np.ndarray | None = None,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Lex every token from lexer state ``start``; only the tokens that survive are reported.
 
@@ -291,7 +296,9 @@ def walk_alive(
     counted and move up their levels; so is the lexeme pending in ``start`` where its count is known
     (``counter.fixed``), else it keeps its level: the walk is then exact for the counts of ``start``'s level from
     which no token reaches the next.
-    ``first_bytes``: only the tokens whose first byte ``b`` has ``first_bytes[b]`` (None: all).
+    ``first_bytes``: only the tokens whose first byte ``b`` has ``first_bytes[b]`` (None: all). ``alt`` (Lark's
+    fallbacks, ``LexerAutomaton.alt``): a token that leaves a fallback pending is reported twice, the second time
+    as the reading where the long lexeme dies right after it (the fallback's emissions, ending in its reading state).
     """
     work = work or TrieWalk(trie)
     newline = newline or NO_NEWLINE
@@ -301,6 +308,8 @@ def walk_alive(
     known = np.int64(counter.fixed[start]) if counting else np.int64(-1)
     if restart is None:
         restart = np.zeros(trans.shape[0], dtype=np.int32)
+    if alt is None:
+        alt = np.full(trans.shape[0], -1, dtype=np.int32)
     if first_bytes is None:
         first_bytes = _ALL_BYTES
     while True:
@@ -310,7 +319,7 @@ def walk_alive(
             np.int32(start), seqs.slots, seqs.parent, seqs.last, seqs.count, np.int64(seqs.n_terms),
             work.state, work.seq, *work.out, *work.cache(), np.int32(newline.terminal), np.int64(newline.base),
             newline.byte_width, work.width, restart, counting, inc, start_units, known, up_at, lift, work.count,
-            first_bytes,
+            first_bytes, alt,
         )
         if not full:
             return entries, seq, end
@@ -335,6 +344,32 @@ def intern(seq, pt, slots, parent, last, count, n_terms, capacity):
     last[found] = pt
     count[0] = found + 1
     return found
+
+
+FULL = -2
+"""What :func:`fallen` returns when the sequence table is full."""
+
+
+@nb.njit(cache=True)
+def fallen(state, seq, width, accept, restart, alt, parser_term, nl_term, nl_base, slots, parent, last, count,
+           n_terms, capacity):
+    """The sequence emitted, after ``seq``, where fallback ``state``'s long lexeme dies (its earlier match, then
+    the lexemes its chain completed); -1 where Lark's indenter would fail on it, :data:`FULL` if the table is full."""
+    while True:
+        term = accept[state]
+        if term == nl_term and width == NO_BREAK_YET:
+            return np.int64(-1)
+        pt = parser_term[term]
+        if term == nl_term:
+            pt = nl_base + 1 + width
+        width = NO_BREAK_YET
+        if pt >= 0:
+            seq = intern(seq, pt, slots, parent, last, count, n_terms, capacity)
+            if seq < 0:
+                return np.int64(FULL)
+        state = restart[state]
+        if alt[state] != CHAIN:
+            return seq
 
 
 NO_BREAK_YET = -2
@@ -397,7 +432,7 @@ def store_subtree(slot, lo, hi, entries, seq_out, end_out, cache_span, arena_ent
 def _walk(node_byte, node_parent, node_end, node_tok_ptr, trans, accept, parser_term, start, slots, parent, last,
           count, n_terms, node_state, node_seq, entries, seq_out, end_out, cache_keys, cache_span,
           arena_entries, arena_seq, arena_end, used, nl_term, nl_base, byte_width, node_width, restart,
-          counting, inc, start_units, known, up_at, lift, node_count, first_bytes):
+          counting, inc, start_units, known, up_at, lift, node_count, first_bytes, alt):
     capacity = min(len(parent), len(slots) // 2)
     cache_mask = len(cache_keys) - 1
     n_states = trans.shape[0]
@@ -427,13 +462,12 @@ def _walk(node_byte, node_parent, node_end, node_tok_ptr, trans, accept, parser_
         units = node_count[up]
         nxt = trans[state, b]
         came_from = state
-        if nxt < 0:
-            term = accept[state]
-            came_from = restart[state]
-            nxt = trans[came_from, b]
-            if term < 0 or nxt < 0 or (term == nl_term and width == NO_BREAK_YET):
-                n = node_end[n]  # this prefix is rejected, and so is every token below it
-                continue
+        rejected = False
+        while nxt < 0:  # emit; a fallback's restart may emit in turn (a chain), until a state takes the byte
+            term = accept[came_from]
+            if term < 0 or (term == nl_term and width == NO_BREAK_YET):
+                rejected = True
+                break
             units = start_units
             pt = parser_term[term]
             if term == nl_term:
@@ -443,6 +477,11 @@ def _walk(node_byte, node_parent, node_end, node_tok_ptr, trans, accept, parser_
                 seq = intern(seq, pt, slots, parent, last, count, n_terms, capacity)
                 if seq < 0:
                     return entries, seq_out, end_out, True
+            came_from = restart[came_from]
+            nxt = trans[came_from, b]
+        if rejected:
+            n = node_end[n]  # this prefix is rejected, and so is every token below it
+            continue
         if counting and units >= 0:
             units += inc[came_from, b]
             while units >= up_at[nxt]:
@@ -474,6 +513,14 @@ def _walk(node_byte, node_parent, node_end, node_tok_ptr, trans, accept, parser_
         node_width[n] = width
         node_count[n] = units
         n_out = report(node_tok_ptr[n], node_tok_ptr[n + 1], seq, nxt, n_out, entries, seq_out, end_out)
+        if alt[nxt] >= 0:  # a fallback pending: also the reading where its long lexeme dies right here
+            fell = fallen(nxt, seq, width, accept, restart, alt, parser_term, nl_term, nl_base, slots, parent, last,
+                          count, n_terms, capacity)
+            if fell == FULL:
+                return entries, seq_out, end_out, True
+            if fell >= 0:
+                n_out = report(node_tok_ptr[n], node_tok_ptr[n + 1], fell, alt[nxt], n_out, entries, seq_out,
+                               end_out)
         n += 1
     if recording >= 0:
         store_subtree(recording, record_from, n_out, entries, seq_out, end_out, cache_span, arena_entries, arena_seq,

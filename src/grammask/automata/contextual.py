@@ -35,6 +35,7 @@ from __future__ import annotations
 import numpy as np
 
 from grammask.automata.dfa import coarsest_partition
+from grammask.automata.fallback import trailing_pairs
 from grammask.automata.lexer import (
     BRANCH,
     NO_TERMINAL,
@@ -221,13 +222,9 @@ def _allowed_after(lexer: LexerAutomaton, index: int, context) -> np.ndarray:
     """Per state of the basic lexer where terminal ``index`` (with trailing context ``context``) matches, what may
     follow the lexeme (257 columns, the last one the end of input). Raises
     :class:`~grammask.errors.UnsupportedRegexError` where two lexemes of one state differ in that."""
-    trans = lexer.trans
     allowed = np.ones((lexer.n_states, 257), dtype=bool)
     known = np.zeros(lexer.n_states, dtype=bool)
-    seen = {(0, 0)}
-    todo = [(0, 0)]
-    while todo:
-        q, t = todo.pop()
+    for q, t in trailing_pairs(lexer.trans, context):
         if lexer.matches[q, index]:
             if known[q] and not np.array_equal(allowed[q], context.allowed[t]):
                 raise UnsupportedRegexError(
@@ -235,11 +232,6 @@ def _allowed_after(lexer: LexerAutomaton, index: int, context) -> np.ndarray:
                     f"lexemes the contextual lexer cannot tell apart; grammask cannot lex it with lexer='contextual'"
                 )
             allowed[q], known[q] = context.allowed[t], True
-        for byte in np.flatnonzero((trans[q] >= 0) & (context.trans[t] >= 0)).tolist():
-            nxt = (int(trans[q, byte]), int(context.trans[t, byte]))
-            if nxt not in seen:
-                seen.add(nxt)
-                todo.append(nxt)
     return allowed
 
 

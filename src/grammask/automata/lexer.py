@@ -4,7 +4,8 @@
 and keeps the current lexeme as a state of one DFA over all terminals:
 
 1. If the next byte extends the lexeme to a prefix of some terminal's language, the lexeme
-   grows (even if that later leads nowhere: there is no backtracking).
+   grows (even if that later leads nowhere: there is no backtracking; a Lark grammar's lexer backs up as Lark's
+   does through states :func:`with_fallbacks` adds, see :mod:`grammask.automata.fallback`).
 2. Otherwise the lexeme so far must be a complete terminal: that terminal is emitted and the
    byte starts the next lexeme from the initial state. If the lexeme is not complete, or the
    byte cannot start any terminal, the input is rejected.
@@ -26,6 +27,7 @@ next byte would need accepts per (state, byte) throughout the engine.
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from dataclasses import dataclass, field
 from functools import cached_property, lru_cache
@@ -34,6 +36,13 @@ import numpy as np
 
 from grammask.automata.counted import CountTables, add_levels, check_free, free_pattern
 from grammask.automata.dfa import ByteDFA, build_dfa, components, successors
+from grammask.automata.fallback import (
+    CHAIN,
+    FallbackLimit,
+    Fallbacks,
+    add_fallbacks,
+    ends_allowed,
+)
 from grammask.automata.first_match import restrict_preempted
 from grammask.automata.patterns import regex_to_dfa, terminal_nfa
 from grammask.automata.regex import TrailingContext
@@ -75,6 +84,12 @@ class LexerAutomaton:
     forbids them and no kept terminal extends it there): ``ban_row[q]`` (-1: none) is the row of ``ban`` (257
     columns, the last one the end of input) listing them; see :meth:`ends_before`.
 
+    With Lark's fallbacks (:mod:`grammask.automata.fallback`), a state may restart in the middle of a lexeme:
+    where ``restart[q]`` has no transition on the byte either, it emits its own terminal and restarts in turn,
+    until a state takes the byte (a state with an empty lexeme never emits: the byte is rejected there).
+    ``alt[q]`` is a fallback state's *reading state* (its ``produce`` row is the follow set of the reading where
+    the long lexeme dies right there), :data:`CHAIN` for a chain state, -1 otherwise; None without fallbacks.
+
     With counted terminals (:mod:`grammask.automata.counted`), ``counter`` holds how the lexeme's count is kept:
     the states of the counted region have a copy per level of the count, and :meth:`step` takes the count.
 
@@ -98,6 +113,7 @@ class LexerAutomaton:
     mode_start: np.ndarray | None = None
     ban_row: np.ndarray | None = None
     ban: np.ndarray | None = None
+    alt: np.ndarray | None = None
     counter: CountTables | None = field(default=None, compare=False, repr=False)
     matches: np.ndarray | None = field(default=None, compare=False, repr=False)
     rank: np.ndarray | None = field(default=None, compare=False, repr=False)
@@ -175,7 +191,7 @@ class LexerAutomaton:
         emitted: list[int] = []
         for b in data:
             nxt = trans[state][b]
-            if nxt < 0:
+            while nxt < 0:
                 term = accept[state]
                 if term < 0 or (bans is not None and b in bans[state]):
                     return None
@@ -184,8 +200,6 @@ class LexerAutomaton:
                 state = restart[state]
                 count = 0 if counter is None else counter[3]
                 nxt = trans[state][b]
-                if nxt < 0:
-                    return None
                 emitted.append(term)
             if counter is not None:
                 inc, up_at, lift, _ = counter
@@ -194,6 +208,16 @@ class LexerAutomaton:
                     nxt = lift[nxt]
             state = nxt
         return emitted, state, count
+
+    def fallen(self, state: int) -> list[int]:
+        """The terminals fallback ``state`` emits where its long lexeme dies right now (its earlier match, then what
+        its chain completed); the lexeme left pending is in ``restart`` of the last of them."""
+        emitted = [int(self.accept[state])]
+        state = int(self.restart[state])
+        while self.alt[state] == CHAIN:
+            emitted.append(int(self.accept[state]))
+            state = int(self.restart[state])
+        return emitted
 
     @cached_property
     def _counter_lists(self) -> tuple[list[list[int]], list[int], list[int], int] | None:
@@ -214,6 +238,9 @@ class LexerAutomaton:
             return None
         if self.end_terminal >= 0 and self.restarts[state] != 0:
             return [term, self.end_terminal]
+        if self.alt is not None and self.restarts[state] != 0:  # a fallback: the text after the match lexes on
+            rest = self.finish(int(self.restarts[state]))
+            return None if rest is None else [term, *rest]
         return [term]
 
 
@@ -271,6 +298,27 @@ def build_lexer(grammar: Grammar, deadline: Deadline | None = None) -> LexerAuto
         trailing=trailing,
     )
     return lexer if grammar.semicolons is None else _with_semicolons(lexer, grammar.semicolons)
+
+
+def with_fallbacks(lexer: LexerAutomaton) -> tuple[LexerAutomaton, Fallbacks | None, str | None]:
+    """``lexer`` with Lark's fallbacks (:mod:`grammask.automata.fallback`): the lexer (itself where no text can take
+    a fallback), the fallbacks added (None) and why they were not added where they would be needed (None).
+
+    For a lexer of one mode without counted terminals (the basic lexer, or a contextual one that lexes alike)."""
+    try:
+        made = add_fallbacks(lexer.trans, lexer.accept, lexer.restarts,
+                             ends_allowed(lexer.trans, lexer.accept, lexer.trailing), lexer.produce)
+    except FallbackLimit as e:
+        return lexer, None, str(e)
+    if made is None:
+        return lexer, None, None
+    real = made.origin >= 0
+    produce = np.zeros((len(made.origin), len(lexer.terminals)), dtype=bool)
+    produce[real] = lexer.produce[made.origin[real]]
+    produce[made.alt[made.alt >= 0]] = made.first_after
+    return dataclasses.replace(
+        lexer, trans=made.trans, accept=made.accept, produce=produce, restart=made.restart, alt=made.alt,
+        matches=None, rank=None), made, None
 
 
 def _match_rows(dfa: ByteDFA, n_terminals: int) -> np.ndarray:

@@ -144,6 +144,11 @@ class Grammar:
     """Lex as Lark's lexer tries its terminals, first match in its order: a string some earlier terminal
     matches a proper prefix of (and not whole) is no lexeme of a later one (:mod:`grammask.automata.first_match`).
     Set by the Lark front end; grammars grammask writes itself keep the plain lexing rule."""
+    backtrack: bool = False
+    """Back up as Lark's lexer (Python's ``re``) does: a lexeme that runs on past a complete match and then dies
+    falls back to that match, and the text after it is lexed again (:mod:`grammask.automata.fallback`). Set by
+    the Lark front end; the built-in grammars (whose reference is CPython, gofmt or the RFC, not Lark) and grammars
+    grammask writes itself keep the plain lexing rule."""
 
     def __post_init__(self) -> None:
         term_names = [t.name for t in self.terminals]
@@ -242,4 +247,6 @@ class Grammar:
             doc["lexer"] = self.lexer
         if self.first_match:
             doc["first_match"] = True
+        if self.backtrack:
+            doc["backtrack"] = True
         return hashlib.sha256(json.dumps(doc, sort_keys=True).encode()).hexdigest()

@@ -90,7 +90,7 @@ def grammar_from_lark(
         )
     return Grammar(tuple(terminals), rules, start, frozenset(str(i) for i in ignore), name=name, conflicts=conflicts,
                    declared=tuple(declared), indentation=indentation, semicolons=semicolons, lexer=lexer,
-                   first_match=True)
+                   first_match=True, backtrack=True)
 
 
 def _regexp(pattern) -> str:

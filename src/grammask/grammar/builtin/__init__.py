@@ -6,6 +6,7 @@ semicolons), given here as the reference Lark ``PostLex`` class whose rules the 
 
 from __future__ import annotations
 
+import dataclasses
 from importlib import import_module, resources
 
 from grammask.errors import GrammarError
@@ -44,4 +45,5 @@ def load_builtin(name: str) -> Grammar:
 
     Raises :class:`~grammask.errors.GrammarError` for other names.
     """
-    return grammar_from_lark(builtin_source(name), name=name, postlex=builtin_postlex(name), lexer="basic")
+    grammar = grammar_from_lark(builtin_source(name), name=name, postlex=builtin_postlex(name), lexer="basic")
+    return dataclasses.replace(grammar, backtrack=False)

@@ -1,0 +1,395 @@
+"""Lark's backtracking as lexer states: a lexeme that runs on past a complete match and dies falls back to it.
+
+Lark lexes with Python's ``re``: at each position it takes the terminals' match, and a match does not have
+to be where the lexeme stops growing. In SynCode's Python grammar ``_NL`` may run on into a docstring
+(a newline, indentation, then ``f`` and a triple quote), so after ``\\n    f`` the lexeme is still a prefix of ``_NL``; on ``o`` it dies, and Lark
+backs up to ``\\n    `` (an ``_NL``) and lexes ``for`` after it. The plain lexing rule (grow while some terminal
+can still match, then emit) rejects there.
+
+:func:`add_fallbacks` builds that rule into the lexer automaton. A *fallback state* is a non-accepting state of
+the DFA reached after a complete lexeme, together with what Lark does if the lexeme dies before it is complete
+again: emit the earlier match's terminal (its ``accept``) and go on lexing the bytes read since then, from the
+state those bytes lead to (its ``restart``, a state in the middle of a lexeme, itself possibly a fallback
+state). When the text that followed the earlier match already completed lexemes of its own, ``restart`` is a
+*chain state*: no byte extends it, so on the next byte it emits its terminal and restarts in turn. The engine's
+one rule (no transition: emit ``accept[q]``, go to ``restart[q]``, read the byte again, as often as needed)
+then lexes as Lark does, with emission delayed to the byte where the long lexeme dies.
+
+Only fallbacks that some text can take are kept (the long lexeme can die, or end with the input, at a point where
+the text since the earlier match lexes on); a grammar without such a place gets its automaton back unchanged
+and pays nothing. Where the construction would not end (a fallback inside a fallback without bound, as for
+terminals ``a`` and ``a+b`` on ``aaaa…``) it stops at :data:`MAX_NEW_STATES` and reports why.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+import numpy as np
+
+from grammask.automata.regex import TrailingContext
+
+MAX_NEW_STATES = 20_000
+"""Fallback and chain states one lexer may add."""
+
+MAX_DEPTH = 3
+"""The most fallback and chain states one restart may lead through: the lexemes Lark may still have to emit when a
+long lexeme dies. Past it (a long lexeme that never dies while any text after the earlier match lexes on, such as
+lark.lark's ``REGEXP`` after ``/\\/``) the fallback is dropped, which keeps the plain rule there; see ``cut``."""
+
+END = 256
+"""The end of input, as a byte column of ``allowed``."""
+
+CHAIN = -2
+"""``alt`` of a chain state."""
+
+
+@dataclass(frozen=True)
+class Fallbacks:
+    """A lexer DFA with fallback and chain states added after its own ``n_plain`` states (which keep their numbers).
+
+    ``origin[q]`` is the plain state whose lexeme a state is growing (-1 for a chain state, -2 for a reading
+    state), ``trans``, ``accept`` and ``restart`` as in :class:`~grammask.automata.lexer.LexerAutomaton`.
+    ``alt[q]`` is, for a fallback state, its *reading state*: a state without transitions whose ``produce`` row
+    ``first_after`` holds the terminals the text after the earlier match can become first while the long lexeme
+    dies before it is complete (the follow set of the reading "the long lexeme dies here"); -2 for a chain state,
+    -1 otherwise. ``windows`` lists the bytes a long
+    lexeme reads while a fallback is pending (where the earlier match's terminal is emitted later), per fallback
+    terminal. ``cut`` names the terminals of fallbacks dropped at :data:`MAX_DEPTH` (the plain rule stays there).
+    """
+
+    n_plain: int
+    trans: np.ndarray
+    accept: np.ndarray
+    restart: np.ndarray
+    origin: np.ndarray
+    alt: np.ndarray
+    first_after: np.ndarray
+    windows: dict[int, frozenset[int]]
+    cut: frozenset[int] = frozenset()
+
+    @property
+    def fallback_terminals(self) -> tuple[int, ...]:
+        """The terminals some fallback state emits when its long lexeme dies."""
+        return tuple(sorted(self.windows))
+
+
+class FallbackLimit(Exception):
+    """The fallbacks of a lexer do not end within :data:`MAX_NEW_STATES` states (internal)."""
+
+
+def trailing_pairs(trans: np.ndarray, context: TrailingContext) -> Iterator[tuple[int, int]]:
+    """The (lexer state, trailing-context state) pairs the lexer DFA and a terminal's trailing-context DFA reach side
+    by side from the empty lexeme."""
+    seen = {(0, 0)}
+    todo = [(0, 0)]
+    while todo:
+        q, t = todo.pop()
+        yield q, t
+        for byte in np.flatnonzero((trans[q] >= 0) & (context.trans[t] >= 0)).tolist():
+            pair = (int(trans[q, byte]), int(context.trans[t, byte]))
+            if pair not in seen:
+                seen.add(pair)
+                todo.append(pair)
+
+
+def ends_allowed(trans: np.ndarray, accept: np.ndarray, trailing: tuple[tuple[int, TrailingContext], ...],
+                 ) -> np.ndarray:
+    """Per plain state, the next bytes (column 256: the end of input) before which its lexeme may end.
+
+    A terminal whose lookahead reaches past the lexeme allows only some; where a state's lexeme is met by several
+    states of that lookahead, it may end only where all allow it."""
+    allowed = np.ones((len(accept), END + 1), dtype=bool)
+    for terminal, context in trailing:
+        for q, t in trailing_pairs(trans, context):
+            if accept[q] == terminal:
+                allowed[q] &= context.allowed[t]
+    return allowed
+
+
+def add_fallbacks(trans: np.ndarray, accept: np.ndarray, restart: np.ndarray, allowed: np.ndarray,
+                  produce: np.ndarray) -> Fallbacks | None:
+    """The lexer DFA ``trans``/``accept`` (every next lexeme starting in ``restart[q]``, a state with an empty
+    lexeme; ``allowed`` from :func:`ends_allowed`; ``produce`` its Prod rows) with Lark's fallbacks as states; None where no text can take a
+    fallback (the automaton stays as it is).
+
+    Raises :class:`FallbackLimit` where the fallbacks need more than :data:`MAX_NEW_STATES` states.
+    """
+    built = _Builder(trans, accept, restart, allowed, produce)
+    built.run()
+    return built.result()
+
+
+def _utf8_table() -> list[list[int]]:
+    """UTF-8 as a DFA: ``table[u][b]`` is the position after byte ``b`` at position ``u`` (0: between characters;
+    1-3: that many continuation bytes due; 4-7: the restricted second byte after E0, ED, F0, F4), -1 if invalid."""
+    table = [[-1] * 256 for _ in range(8)]
+    leads = {**{b: 1 for b in range(0xC2, 0xE0)}, **{b: 2 for b in range(0xE1, 0xF0)}, 0xE0: 4, 0xED: 5,
+             **{b: 3 for b in range(0xF1, 0xF4)}, 0xF0: 6, 0xF4: 7}
+    for b in range(0x80):
+        table[0][b] = 0
+    for b, u in leads.items():
+        table[0][b] = u
+    for u, (lo, hi, then) in {1: (0x80, 0xBF, 0), 2: (0x80, 0xBF, 1), 3: (0x80, 0xBF, 2), 4: (0xA0, 0xBF, 1),
+                              5: (0x80, 0x9F, 1), 6: (0x90, 0xBF, 2), 7: (0x80, 0x8F, 2)}.items():
+        for b in range(lo, hi + 1):
+            table[u][b] = then
+    return table
+
+
+def can_die(trans: np.ndarray, accept: np.ndarray) -> list[bool]:
+    """Per state, whether some text continuing the lexeme in it (valid UTF-8) makes it die before it is complete
+    again: at a byte no terminal continues it with, through non-accepting states only."""
+    n = len(accept)
+    rows, acc = trans.tolist(), accept.tolist()
+    utf8 = _utf8_table()
+
+    def fits(need: int, byte: int) -> int:
+        return utf8[need][byte]
+
+    # the UTF-8 positions each state is met at, from the empty lexeme
+    seen = {(0, 0)}
+    todo = [(0, 0)]
+    while todo:
+        q, need = todo.pop()
+        for byte, nxt in enumerate(rows[q]):
+            after = fits(need, byte)
+            if nxt >= 0 and after >= 0 and (nxt, after) not in seen:
+                seen.add((nxt, after))
+                todo.append((nxt, after))
+    dies = {pair for pair in seen if acc[pair[0]] < 0 and any(
+        nxt < 0 and fits(pair[1], byte) >= 0 for byte, nxt in enumerate(rows[pair[0]]))}
+    changed = True
+    while changed:
+        changed = False
+        for q, need in seen:
+            if (q, need) in dies or acc[q] >= 0:
+                continue
+            for byte, nxt in enumerate(rows[q]):
+                after = fits(need, byte)
+                if nxt >= 0 and after >= 0 and (nxt, after) in dies:
+                    dies.add((q, need))
+                    changed = True
+                    break
+    out = [False] * n
+    for q, _ in dies:
+        out[q] = True
+    return out
+
+
+class _Builder:
+    def __init__(self, trans: np.ndarray, accept: np.ndarray, restart: np.ndarray, allowed: np.ndarray,
+                 produce: np.ndarray):
+        self.n = len(accept)
+        self.produce = produce
+        self.n_terms = produce.shape[1]
+        self.trans = trans.tolist()
+        self.plain_accept = accept.tolist()
+        self.dies = can_die(trans, accept)
+        self.starts = set(restart.tolist())
+        self.allowed = allowed.tolist()
+        # per state: (origin, fallback terminal, restart); plain states are their own origin
+        self.keys: list[tuple[int, int, int]] = [(q, a, r) for q, (a, r) in enumerate(zip(accept.tolist(),
+                                                                                           restart.tolist()))]
+        self.ids: dict[tuple[int, int, int], int] = {}
+        self.rows: list[list[int] | None] = [None] * self.n
+        self.depth = [0] * self.n
+        self.cut: set[int] = set()
+
+    def state(self, origin: int, term: int, again: int) -> int:
+        """The state growing ``origin``'s lexeme (-1: a chain state) that emits ``term`` and restarts in ``again``
+        when it dies; -1 (and ``term`` cut) past :data:`MAX_DEPTH`."""
+        key = (origin, term, again)
+        found = self.ids.get(key)
+        if found is None:
+            depth = self.depth[again] + 1
+            if depth > MAX_DEPTH:
+                self.cut.add(term)
+                return -1
+            if len(self.keys) - self.n >= MAX_NEW_STATES:
+                raise FallbackLimit(f"more than {MAX_NEW_STATES} fallback states")
+            found = self.ids[key] = len(self.keys)
+            self.keys.append(key)
+            self.rows.append(None)
+            self.depth.append(depth)
+        return found
+
+    def ends(self, s: int, byte: int) -> bool:
+        """Whether the lexeme pending in ``s`` may end before ``byte`` (a fallback's match was checked when made)."""
+        return s >= self.n or self.allowed[s][byte]
+
+    def row(self, s: int) -> list[int]:
+        found = self.rows[s]
+        if found is None:
+            found = self.rows[s] = self._row(s)
+        return found
+
+    def _row(self, s: int) -> list[int]:
+        origin, term, again = self.keys[s]
+        if origin < 0:
+            return [-1] * 256
+        accept = self.plain_accept
+        out = []
+        for byte, nxt in enumerate(self.trans[origin]):
+            if nxt < 0 or accept[nxt] >= 0:
+                out.append(nxt)
+                continue
+            if not self.dies[nxt]:  # only the end of input could make Lark fall back: not kept (see module doc)
+                fallback = False
+            elif s < self.n:  # a plain state: its own match is the fallback, if it is one and may end here
+                fallback = term >= 0 and self.allowed[s][byte]
+            else:
+                fallback = True
+            tail = self.step(again, byte) if fallback else -1
+            made = -1 if tail < 0 else self.state(nxt, term, tail)
+            out.append(nxt if made < 0 else made)
+        return out
+
+    def step(self, s: int, byte: int) -> int:
+        """The state after ``byte`` from ``s`` under the rule (chain states for what it completes), -1 if rejected."""
+        nxt = self.row(s)[byte]
+        if nxt >= 0:
+            return nxt
+        _, term, again = self.keys[s]
+        if term < 0 or s in self.starts or not self.ends(s, byte):
+            return -1
+        tail = self.step(again, byte)
+        return -1 if tail < 0 else self.state(-1, term, tail)
+
+    def survives(self, s: int, byte: int) -> bool:
+        """Whether ``byte`` read in ``s`` is lexed on (what it ends emitted), without making chain states."""
+        while self.row(s)[byte] < 0:
+            _, term, again = self.keys[s]
+            if term < 0 or s in self.starts or not self.ends(s, byte):
+                return False
+            s = again
+        return True
+
+    def finish(self, s: int) -> bool:
+        """Whether the input may end in ``s`` (what is pending completes, fallbacks and chains included)."""
+        while s not in self.starts:
+            _, term, again = self.keys[s]
+            if term < 0 or not self.ends(s, END):
+                return False
+            s = again
+        return True
+
+    def run(self) -> None:
+        s = 0
+        while s < len(self.keys):
+            self.row(s)
+            s += 1
+
+    def result(self) -> Fallbacks | None:
+        n, keys = self.n, self.keys
+        fallback = [k[0] >= 0 and s >= n for s, k in enumerate(keys)]
+        usable = [False] * len(keys)
+        for s in range(n, len(keys)):
+            origin, _, again = keys[s]
+            if fallback[s]:
+                usable[s] = self.finish(s) or any(
+                    nxt < 0 and self.survives(again, byte) for byte, nxt in enumerate(self.trans[origin]))
+        changed = True
+        while changed:
+            changed = False
+            for s in range(n, len(keys)):
+                if fallback[s] and not usable[s] and any(nxt >= n and usable[nxt] for nxt in self.rows[s]):
+                    usable[s] = changed = True
+        plain = [s if s < n or not fallback[s] or usable[s] else keys[s][0] for s in range(len(keys))]
+        # keep what the plain states reach through transitions and restarts, in order
+        number = {s: s for s in range(n)}
+        order = list(range(n))
+        i = 0
+        while i < len(order):
+            s = order[i]
+            i += 1
+            links = [plain[t] for t in self.rows[s] if t >= 0]
+            if s >= n:
+                links.append(plain[keys[s][2]])
+            for t in links:
+                if t not in number:
+                    number[t] = len(order)
+                    order.append(t)
+        if len(order) == n:
+            return None  # (a cut without any kept fallback keeps the plain rule everywhere; build_lexer warns)
+        size = len(order)
+        trans = np.full((size, 256), -1, dtype=np.int32)
+        accept = np.empty(size, dtype=np.int32)
+        restart = np.empty(size, dtype=np.int32)
+        origin = np.empty(size, dtype=np.int32)
+        windows: dict[int, set[int]] = {}
+        for new, s in enumerate(order):
+            row = [number[plain[t]] if t >= 0 else -1 for t in self.rows[s]]
+            trans[new] = row
+            key_origin, term, again = keys[s]
+            if s < n:
+                accept[new], restart[new], origin[new] = self.plain_accept[s], again, s
+                continue
+            accept[new], restart[new], origin[new] = term, number[plain[again]], key_origin
+            if key_origin >= 0:
+                windows.setdefault(term, set()).update(b for b, t in enumerate(row) if t >= n)
+        for s in range(n):  # the byte that leaves a match for a fallback state is read while it is pending too
+            for byte, t in enumerate(trans[s].tolist()):
+                if t >= n and origin[t] >= 0:
+                    windows.setdefault(self.plain_accept[s], set()).add(byte)
+        fallbacks = [q for q in range(n, size) if origin[q] >= 0]
+        alt = np.full(size + len(fallbacks), -1, dtype=np.int32)
+        alt[n:size][origin[n:] < 0] = CHAIN
+        alt[fallbacks] = np.arange(size, size + len(fallbacks), dtype=np.int32)
+        first_after = np.array([self._first_after(q, trans, accept, restart, origin, alt) for q in fallbacks],
+                               dtype=bool).reshape(len(fallbacks), self.n_terms)
+        pad = len(fallbacks)
+        return Fallbacks(
+            n, np.vstack([trans, np.full((pad, 256), -1, dtype=np.int32)]),
+            np.concatenate([accept, np.full(pad, -1, dtype=np.int32)]),
+            np.concatenate([restart, np.zeros(pad, dtype=np.int32)]),
+            np.concatenate([origin, np.full(pad, -2, dtype=np.int32)]), alt, first_after,
+            {t: frozenset(b) for t, b in windows.items()}, frozenset(self.cut))
+
+    def _first_after(self, x: int, trans: np.ndarray, accept: np.ndarray, restart: np.ndarray, origin: np.ndarray,
+                     alt: np.ndarray) -> list[bool]:
+        """The terminals the lexeme pending after fallback state ``x``'s earlier match (and its chain, emitted with
+        it) can be emitted as first, over the continuations that make the long lexeme die before it is complete
+        again (a bool row over terminals)."""
+        out = [False] * self.n_terms
+        tail = int(restart[x])
+        while alt[tail] == CHAIN:  # lexemes after the match that are complete already: emitted with it
+            tail = int(restart[tail])
+        rows, acc, plain, produce, utf8 = trans.tolist(), accept.tolist(), self.trans, self.produce, _utf8_table()
+        dies = self.dies
+
+        def first_of(st: int) -> None:
+            """What the lexeme pending in ``st`` can be emitted as first (its fallback, if it has one)."""
+            for t in np.flatnonzero(produce[origin[st]]).tolist():
+                out[t] = True
+            if alt[st] >= 0:
+                out[acc[st]] = True
+
+        def emits(st: int, byte: int) -> bool:
+            return acc[st] >= 0 and (st >= self.n or self.allowed[st][byte])
+
+        seen = {(int(origin[x]), tail, 0)}
+        todo = list(seen)
+        while todo:
+            ql, st, u = todo.pop()
+            if emits(st, END):
+                out[acc[st]] = True  # the input ends: the long lexeme falls back, the text after it completes
+            for byte in range(256):
+                after = utf8[u][byte]
+                if after < 0:
+                    continue
+                long_next, tail_next = plain[ql][byte], rows[st][byte]
+                if long_next < 0:  # the long lexeme dies here
+                    if tail_next >= 0:
+                        first_of(tail_next)
+                    elif emits(st, byte):
+                        out[acc[st]] = True
+                elif self.plain_accept[long_next] < 0:
+                    if tail_next >= 0:
+                        if (long_next, tail_next, after) not in seen:
+                            seen.add((long_next, tail_next, after))
+                            todo.append((long_next, tail_next, after))
+                    elif emits(st, byte) and dies[long_next]:
+                        out[acc[st]] = True
+        return out

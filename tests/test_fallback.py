@@ -1,0 +1,180 @@
+"""Lark's backing up (``automata/fallback.py``): where a lexeme runs on past a complete match and dies, Lark's
+``re``-based lexer falls back to that match and lexes the rest again; grammask's lexer of a Lark grammar does the
+same, by fallback and chain states. Checked against Lark's own lexer, on small grammars and on whole sampled and
+mutated documents of lark.lark and SynCode's Python grammar."""
+
+from __future__ import annotations
+
+import random
+import warnings
+from pathlib import Path
+
+import lark
+import pytest
+from conftest import get_vocab
+from mask_check import check_cuts
+from oracle import MaskOracle
+from test_sampler_indentation import SYNCODE_PYTHON, _SynCodeIndenter
+
+from grammask import Grammar, compile
+from grammask.automata.lexer import build_lexer
+from grammask.errors import GrammaskError
+from grammask.mask_tables import build_front
+from grammask.sampler import SentenceSampler, mutate
+from grammask.vocab import Vocabulary
+
+LARK_GRAMMARS = Path(lark.__file__).resolve().parent / "grammars"
+
+NUMBERS = ('start: (INT | FLOAT | DOT | NAME | PLUS)*\nINT: /[0-9]+/\nFLOAT: /[0-9]+(\\.[0-9]+|e[+-]?[0-9]+)/\n'
+           'DOT: "."\nNAME: /[a-z]+/\nPLUS: "+"\n')
+STRICT = NUMBERS.replace("start: (INT | FLOAT | DOT | NAME | PLUS)*", "start: (NAME INT DOT NAME | INT NAME PLUS NAME | PLUS FLOAT)+")
+"""Where the parser takes a number's earlier match but not the longer lexeme it might become."""
+COMMENTS = ('start: (A | NL)*\nA: "a"\nNL: /\\n[ \\t]*/\nCOMMENT: /\\s*\\/\\/[^\\n]*/\nWS: /[ \\t]+/\n'
+            '%ignore WS\n%ignore COMMENT\n')
+
+
+def _front_lexer(grammar: Grammar):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # SynCode's grammars warn about conflicts and an unlexable terminal
+        return build_front(grammar).lexer
+
+
+def _lex(lexer, text: str) -> list[str] | None:
+    stepped = lexer.step(0, text.encode())
+    if stepped is None:
+        return None
+    emitted, state = stepped
+    tail = lexer.finish(state)
+    return None if tail is None else [lexer.terminals[t] for t in emitted + tail]
+
+
+def _lark_lex(parser: lark.Lark, text: str) -> list[str] | None:
+    try:
+        return [t.type for t in parser.lex(text, dont_ignore=True)]
+    except lark.exceptions.UnexpectedInput:
+        return None
+
+
+@pytest.mark.parametrize(("grammar", "text"), [
+    (NUMBERS, "1.x"), (NUMBERS, "1."), (NUMBERS, "1.5"), (NUMBERS, "1e+x"), (NUMBERS, "1e"), (NUMBERS, "1e+"),
+    (NUMBERS, "1e+5"), (NUMBERS, "1.e5"), (NUMBERS, "12ex+3e+4"),
+    (COMMENTS, " \na"), (COMMENTS, " //c\na"), (COMMENTS, " \n \t a"), (COMMENTS, "a \n/"), (COMMENTS, "\n //x"),
+])
+def test_backs_up_as_lark(grammar, text):
+    g = Grammar.from_lark(grammar, lexer="basic")
+    got = _lex(_front_lexer(g), text)
+    assert got == _lark_lex(lark.Lark(grammar, parser="lalr", lexer="basic"), text)
+    if got is not None:
+        assert _lex(build_lexer(g), text) in (got, None)  # the plain rule refuses where it differs
+
+
+def test_grammars_without_fallbacks_keep_their_lexer():
+    g = Grammar.from_lark('start: A+\nA: "a" | "b"\nWS: " "\n%ignore WS\n')
+    assert _front_lexer(g).alt is None
+    assert _front_lexer(g).n_states == build_lexer(g).n_states
+
+
+def test_built_in_grammars_keep_the_plain_rule():
+    assert _front_lexer(Grammar.builtin("c")).alt is None  # "1e" then "x" would back up to "1" under Lark's rule
+
+
+def _documents(grammar: Grammar, n: int, seed: int):
+    sampler = SentenceSampler(grammar, max_depth=8)
+    rng = random.Random(seed)
+    alphabet = "".join(sorted({ch for t in grammar.terminals if t.literal for ch in t.literal} | set(" \n\t\"'/#.e1")))
+    made = 0
+    while made < n:
+        try:
+            doc = sampler.sample(rng)
+        except GrammaskError:  # a draw whose lexemes do not lex apart: draw again
+            continue
+        made += 1
+        yield doc
+        yield mutate(doc, rng, alphabet, edits=rng.randint(1, 3))
+
+
+@pytest.mark.parametrize("name", ["lark", "syncode-python"])
+def test_lexes_documents_as_lark(name):
+    postlex = None
+    if name == "lark":
+        text = (LARK_GRAMMARS / "lark.lark").read_text()
+    else:
+        if SYNCODE_PYTHON is None or not SYNCODE_PYTHON.exists():
+            pytest.skip("SynCode's grammars are not in shared/data/syncode-grammars")
+        text, postlex = SYNCODE_PYTHON.read_text(), _SynCodeIndenter()
+    grammar = Grammar.from_lark(text, name=name, lexer="basic", postlex=postlex)
+    lexer = _front_lexer(grammar)
+    assert lexer.alt is not None
+    reference = lark.Lark(text, parser="lalr", lexer="basic")
+    tried = differ = 0
+    for doc in _documents(grammar, 150, seed=3):
+        want = _lark_lex(reference, doc)
+        tried += 1
+        differ += _lex(lexer, doc) != want
+    assert tried == 300 and differ == 0
+
+
+def test_matcher_takes_tokens_that_end_inside_the_backing_up():
+    # Lark lexes " \nA: b" as WS_INLINE, _NL, TOKEN, ...: the lexeme " \n" was a prefix of COMMENT (/\s*/ "//")
+    text = (LARK_GRAMMARS / "lark.lark").read_text()
+    grammar = Grammar.from_lark(text, lexer="basic")
+    pieces = [b" ", b" \n", b"\n", b"A", b":", b" b", b"\nA", b"/", b"//", b"x", b"b", b" \nA", b": b", b"\n"]
+    vocab = Vocabulary([*pieces, None], [len(pieces)], name="pieces")
+    compiled = compile(grammar, vocab, cache=False)
+    for split in ([b" ", b"\n", b"A", b":", b" b"], [b" \n", b"A", b": b"], [b" ", b"\nA", b": b"], [b" \nA", b": b"]):
+        matcher = compiled.matcher()
+        for piece in split:
+            mask = matcher.allowed_tokens()
+            assert pieces.index(piece) in mask, (split, piece)
+            assert matcher.accept_token(pieces.index(piece))
+        assert matcher.is_accepting()
+    matcher = compiled.matcher()  # " \n//x" is one COMMENT; " \n" then "A:" backs up to WS_INLINE _NL
+    assert all(matcher.accept_token(pieces.index(p)) for p in (b" \n", b"//", b"x", b"\n", b"A", b":", b" b"))
+    assert matcher.is_accepting()
+
+
+def test_agrees_with_lark_on_smollm2():
+    text = (LARK_GRAMMARS / "lark.lark").read_text()
+    grammar = Grammar.from_lark(text, lexer="basic")
+    vocab = get_vocab("smollm2")
+    compiled = compile(grammar, vocab, cache=False)
+    reference = lark.Lark(text, parser="lalr", lexer="basic")
+    for doc in [" \nA: b", " \n   \u1680 \x0c\x1e  \x0bRULE: b\n", "a: b\n \n \nc: d"]:
+        try:
+            reference.parse(doc)
+            want = True
+        except lark.exceptions.LarkError:
+            want = False
+        matcher = compiled.matcher()
+        got = all(matcher.accept_token(t) for t in vocab.encode(doc)) and matcher.is_accepting()
+        assert got == want, doc
+
+
+def _pieces(text: bytes, pieces: list[bytes], rng: random.Random) -> list[int]:
+    """``text`` as random pieces of the vocabulary (every byte of it is one)."""
+    ids, i = [], 0
+    while i < len(text):
+        fits = [k for k, p in enumerate(pieces) if text.startswith(p, i)]
+        k = rng.choice(fits)
+        ids.append(k)
+        i += len(pieces[k])
+    return ids
+
+
+@pytest.mark.parametrize(("grammar", "pieces", "texts"), [
+    (NUMBERS, "0 1 2 3 4 5 . e + x 1. e+ 1e .5 +x x1 1e+ 5e", ["1.x", "1e+x", "12ex+3e+4", "1.5+x", "1e5.e", "x1.1e+"]),
+    (STRICT, "0 1 2 3 4 5 . e + x y 1. e+ 1e .5 +x x1 1e+ y1 e+x", ["x1.y", "1e+x", "1ex+y", "x1.y1e+x", "+1.5x1.y", "+1e5"]),
+    (COMMENTS, "a c / \n \t \\s \\s\n // \\s/ \na a\\s \n/", [" \na", " //c\na", "a \n \t a", "a\n //c/\n a"]),
+])
+def test_masks_equal_the_oracle_at_every_prefix(grammar, pieces, texts):
+    parts = [p.replace("\\s", " ").encode() for p in pieces.split(" ")]
+    vocab = Vocabulary([*parts, None], [len(parts)], name="pieces")
+    g = Grammar.from_lark(grammar, lexer="basic")
+    compiled = compile(g, vocab, cache=False)
+    assert compiled._engine.lexer.alt is not None
+    oracle = MaskOracle(grammar, build_lexer(g), vocab, backtrack=True)
+    rng = random.Random(5)
+    for text in texts:
+        for _ in range(3):
+            ids = _pieces(text.encode(), parts, rng)
+            assert check_cuts(compiled, oracle, vocab, ids, list(range(len(ids) + 1))) == len(ids) + 1
