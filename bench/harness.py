@@ -92,18 +92,20 @@ class NoPostlexSupport(Exception):
     """``Grammar.from_lark`` takes no ``postlex=`` (yet); the message carries its error without one."""
 
 
-def lark_grammar(lark_text: str, name: str, postlex: str | None = None) -> gm.Grammar:
-    """``Grammar.from_lark(lark_text, name=name, postlex=<instance>, lexer="basic")`` (the judge of these
-    benchmarks is Lark's basic lexer), or without ``postlex`` when None.
+def lark_grammar(
+    lark_text: str, name: str, postlex: str | None = None, *, lexer: str = "basic", start: str = "start"
+) -> gm.Grammar:
+    """``Grammar.from_lark(lark_text, name=name, postlex=<instance>, lexer=lexer, start=start)`` (the judge of
+    most of these benchmarks is Lark's basic lexer), or without ``postlex`` when None.
 
     Where grammask's ``from_lark`` has no ``postlex`` argument yet, the grammar is loaded without it
     and whatever that raises (``%declare``d terminals with no pattern) is raised again as
     :class:`NoPostlexSupport`, saying so.
     """
     if postlex is None:
-        return gm.Grammar.from_lark(lark_text, name=name, lexer="basic")
+        return gm.Grammar.from_lark(lark_text, name=name, lexer=lexer, start=start)
     if from_lark_takes_postlex():
-        return gm.Grammar.from_lark(lark_text, name=name, postlex=make_postlex(postlex), lexer="basic")
+        return gm.Grammar.from_lark(lark_text, name=name, postlex=make_postlex(postlex), lexer=lexer, start=start)
     try:
         gm.Grammar.from_lark(lark_text, name=name)
     except gm.GrammaskError as e:
@@ -129,20 +131,28 @@ def compile_here(grammar_of: Callable[[], gm.Grammar], vocab: gm.Vocabulary) -> 
 
 
 def compile_once(request: dict) -> dict:
-    """The compile worker's body: compile once, timing the call, with the tracemalloc peak if asked.
+    """The compile worker's body: compile once, timing the call (wall and CPU seconds), with the tracemalloc
+    peak if asked.
 
-    ``cache`` is a cache directory, or None for a fresh ``Compiler(vocab, cache=False)`` (no disk).
+    ``cache`` is a cache directory, or None for a fresh ``Compiler(vocab, cache=False)`` (no disk). The grammar
+    is ``Grammar.builtin(request["builtin"])`` where that is given, else the Lark text under ``lexer`` and
+    ``start`` (default ``basic``, ``start``).
     """
-    grammar = lark_grammar(request["lark_text"], request["name"], request.get("postlex"))
+    if request.get("builtin"):
+        grammar = gm.Grammar.builtin(request["builtin"])
+    else:
+        grammar = lark_grammar(request["lark_text"], request["name"], request.get("postlex"),
+                               lexer=request.get("lexer", "basic"), start=request.get("start", "start"))
     vocab = gm.Vocabulary.from_tokenizer_json(request["tokenizer_json"])
     cache = False if request["cache"] is None else request["cache"]
     if request["trace"]:
         tracemalloc.start()
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.process_time()
     compiled = gm.Compiler(vocab, cache=cache).compile(grammar)
-    seconds = time.perf_counter() - t0
+    seconds, cpu_seconds = time.perf_counter() - t0, time.process_time() - c0
     peak = tracemalloc.get_traced_memory()[1] if request["trace"] else None
-    return {"seconds": seconds, "table_bytes": compiled.nbytes, "tracemalloc_peak_bytes": peak}
+    return {"seconds": seconds, "cpu_seconds": cpu_seconds, "table_bytes": compiled.nbytes,
+            "tracemalloc_peak_bytes": peak}
 
 
 def compile_in_subprocess(
@@ -153,10 +163,12 @@ def compile_in_subprocess(
     trace: bool,
     timeout_s: float,
     postlex: str | None = None,
+    **grammar: str,
 ) -> dict:
     """Run :func:`compile_once` in a fresh one-thread process; its result, or :class:`BenchError`.
 
-    ``cache``: the cache directory, or None for no disk cache.
+    ``cache``: the cache directory, or None for no disk cache. ``grammar``: ``lexer``, ``start`` or ``builtin``
+    (see :func:`compile_once`).
     """
     request = {
         "name": name,
@@ -165,6 +177,7 @@ def compile_in_subprocess(
         "cache": None if cache is None else str(cache),
         "trace": trace,
         "postlex": postlex,
+        **grammar,
     }
     try:
         done = subprocess.run(
