@@ -45,6 +45,7 @@ from grammask.automata.fallback import (
 )
 from grammask.automata.first_match import restrict_preempted
 from grammask.automata.patterns import regex_to_dfa, terminal_nfa
+from grammask.automata.product import union_dfa
 from grammask.automata.regex import TrailingContext
 from grammask.errors import NO_DEADLINE, Deadline, GrammarError, UnsupportedRegexError
 from grammask.grammar.ir import Grammar, Semicolons, Terminal
@@ -257,7 +258,7 @@ def build_lexer(grammar: Grammar, deadline: Deadline | None = None) -> LexerAuto
     for t in terminals:
         deadline.check("the terminals' automata")
         nfas.append(terminal_nfa(t.pattern, t.flags, t.literal, t.name, deadline))
-    dfa = build_dfa(nfas, deadline)
+    dfa = union_dfa(nfas, deadline)
     if grammar.first_match:
         dfa_matches = _match_rows(dfa, len(terminals))
         restricted = restrict_preempted(terminals, nfas, dfa_matches, alive(dfa.trans, dfa_matches, strict=True))
