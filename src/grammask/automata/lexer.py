@@ -35,7 +35,7 @@ from functools import cached_property, lru_cache
 import numpy as np
 
 from grammask.automata.counted import CountTables, add_levels, check_free, free_pattern
-from grammask.automata.dfa import ByteDFA, build_dfa, components, successors
+from grammask.automata.dfa import ByteDFA, build_dfa, components, successors, union_dfa
 from grammask.automata.fallback import (
     CHAIN,
     FallbackLimit,
@@ -45,7 +45,6 @@ from grammask.automata.fallback import (
 )
 from grammask.automata.first_match import restrict_preempted
 from grammask.automata.patterns import regex_to_dfa, terminal_nfa
-from grammask.automata.product import union_dfa
 from grammask.automata.regex import TrailingContext
 from grammask.errors import NO_DEADLINE, Deadline, GrammarError, UnsupportedRegexError
 from grammask.grammar.ir import Grammar, Semicolons, Terminal

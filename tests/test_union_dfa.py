@@ -1,9 +1,10 @@
-"""The lexer's union of terminal DFAs in compiled code (``automata/product.py``): the very DFA ``build_dfa`` makes
-(same states, numbering and accepted tags) from terminals' NFAs, for random terminal sets and the built-in
-grammars; the general construction where an NFA is not a DFA; the deadline."""
+"""The lexer's union of terminal DFAs (``dfa.union_dfa``: subsets only numbered, ``automata/subsets.py``): the very DFA
+``build_dfa`` makes (same states, numbering and accepted tags) from terminals' NFAs, for random terminal sets and the
+built-in grammars; the general construction where an NFA is not a DFA; the deadline."""
 
 from __future__ import annotations
 
+import re
 import time
 
 import numpy as np
@@ -11,9 +12,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from grammask.automata.dfa import ByteDFA, build_dfa
+from grammask.automata.dfa import ByteDFA, build_dfa, union_dfa
 from grammask.automata.patterns import compile_regex, terminal_nfa
-from grammask.automata.product import deterministic, product_dfa, union_dfa
+from grammask.automata.subsets import deterministic
 from grammask.errors import CompileTimeoutError, Deadline
 from grammask.grammar import Grammar
 
@@ -43,11 +44,11 @@ def nfas_of(terminals: list[tuple[str, str | None]]):
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.lists(st.one_of(st.sampled_from(REGEXES).map(lambda r: (r, None)),
-                          literals.map(lambda s: (__import__("re").escape(s), s))), min_size=2, max_size=12))
+                          literals.map(lambda s: (re.escape(s), s))), min_size=2, max_size=12))
 def test_union_is_build_dfa_on_terminal_nfas(terminals) -> None:
     nfas = nfas_of(terminals)
     assert all(deterministic(nfa) for nfa in nfas)
-    assert same(product_dfa(nfas, Deadline(None)), build_dfa(nfas))
+    assert same(union_dfa(nfas), build_dfa(nfas))
 
 
 def test_only_empty_languages_give_a_lone_start_state() -> None:
