@@ -31,7 +31,7 @@ for _var in THREAD_VARS:
     os.environ.setdefault(_var, "1")
 
 import numpy as np
-from bench_schema_latency import MASKBENCH, Grammask, schemas
+from bench_schema_latency import Grammask, schema_arguments, schemas
 from cases import load_tokenizer
 
 import grammask as gm
@@ -61,11 +61,7 @@ def _timed(spent: collections.Counter, label: str, function):
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--maskbench", default=MASKBENCH)
-    parser.add_argument("--sample", type=int, default=300)
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--limit", type=int)
-    parser.add_argument("--tokenizer", default="llama3")
+    schema_arguments(parser)
     parser.add_argument("--slowest", type=int, default=25)
     args = parser.parse_args()
     warnings.simplefilter("ignore")
