@@ -160,10 +160,10 @@ class StringSet:
         return cls("literal", text=text)
 
     @classmethod
-    def regular(cls, node: Node) -> StringSet:
-        """The language of ``node``, normalized to a literal or the empty set where it is one."""
-        dfa = dfa_from_ast(node)
-        return cls._from_dfa(dfa, node)
+    def regular(cls, node: Node, dfa: CharDFA | None = None) -> StringSet:
+        """The language of ``node`` (whose minimal automaton ``dfa`` is, where given), normalized to a literal or the
+        empty set where it is one."""
+        return cls._from_dfa(dfa_from_ast(node) if dfa is None else dfa, node)
 
     @classmethod
     def _from_dfa(cls, dfa: CharDFA, node: Node | None = None) -> StringSet:
