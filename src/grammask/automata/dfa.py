@@ -58,14 +58,20 @@ def build_dfa(nfas: Sequence[ByteNFA], deadline: Deadline | None = None) -> Byte
     """
     deadline = deadline or NO_DEADLINE
     class_trans, byte_class, accepts = determinize(nfas, deadline)
+    phase = "the lexer DFA's minimization"  # each step below is checked: the subsets come fast, big ones too
+    deadline.check(phase)
     columns, merged = _byte_classes(class_trans)
     byte_class = merged[byte_class]
+    deadline.check(phase)
     live = _live_states(columns, accepts)
     if not live[0]:
         return ByteDFA(np.full((1, 256), -1, dtype=np.int32), (frozenset(),))
+    deadline.check(phase)
     columns, accepts = _restrict(columns, accepts, live)
     block, block_columns = _minimize(columns, accepts, deadline)
+    deadline.check(phase)
     order = _bfs_order(block_columns, int(block[0]))
+    deadline.check(phase)
     renumber = np.full(len(block_columns) + 1, -1, dtype=np.int32)  # index -1 (no transition) stays -1
     renumber[order] = np.arange(len(order), dtype=np.int32)
     representative = np.empty(len(block_columns), dtype=np.int64)
@@ -147,6 +153,7 @@ def _minimize(columns: np.ndarray, accepts: list[frozenset[int]], deadline: Dead
     sink = len(accepts)  # stands for "no transition"; every trimmed state differs from it
     table = np.vstack([np.where(columns < 0, sink, columns), np.full((1, columns.shape[1]), sink)])
     shortest, longest = _remaining_lengths(columns, accepts)
+    deadline.check("the lexer DFA's minimization")
     initial: dict[tuple | None, int] = {}
     keys = [*zip(accepts, shortest, longest), None]
     block = _coarsest_stable_partition(
