@@ -153,6 +153,15 @@ def schemas(sample: int, seed: int, repo: str, limit: int | None) -> list[tuple[
     return out[:limit]
 
 
+def schema_arguments(parser: argparse.ArgumentParser) -> None:
+    """The options that pick the schemas and the tokenizer (shared with ``profile_schema_phases.py``)."""
+    parser.add_argument("--maskbench", default=MASKBENCH)
+    parser.add_argument("--sample", type=int, default=300)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--limit", type=int)
+    parser.add_argument("--tokenizer", default="llama3")
+
+
 def summarize(rows: list[dict], engines: list[str]) -> dict:
     """Per set (jme, maskbench, all) and engine: counts and p50/p95 of both times, over its own and the common schemas."""
     out = {}
@@ -201,11 +210,7 @@ def markdown(summary: dict, engines: list[str], args: argparse.Namespace) -> str
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--maskbench", default=MASKBENCH)
-    parser.add_argument("--sample", type=int, default=300)
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--limit", type=int)
-    parser.add_argument("--tokenizer", default="llama3")
+    schema_arguments(parser)
     parser.add_argument("--engines", default=",".join(ENGINES))
     parser.add_argument("--timeout", type=float, default=10.0, help="grammask's compile timeout per schema (s)")
     parser.add_argument("--fresh", action="store_true", help="a new grammask compiler per schema")

@@ -1,20 +1,22 @@
 """Byte NFAs to one trimmed, minimal, deterministically numbered byte DFA.
 
 :func:`build_dfa` takes the union of several NFAs, NFA ``i`` carrying tag ``i``, determinizes it
-(subset construction over byte ranges), trims it so that a transition exists exactly when the
+(subset construction over byte ranges, :mod:`grammask.automata.subsets`), trims it so that a transition exists exactly when the
 byte keeps a viable prefix of some tag's language, minimizes it (Moore partition refinement,
 starting from the partition by accepted tag set) and numbers the states in breadth-first order
-from the start over bytes 0..255.
+from the start over bytes 0..255. :func:`union_dfa` does the same for a lexer's terminals, whose
+subsets are minimal already.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
 from grammask.automata.regex import ByteNFA
+from grammask.automata.subsets import breadth_first, deterministic, determinize
 from grammask.errors import NO_DEADLINE, Deadline
 
 
@@ -55,14 +57,21 @@ def build_dfa(nfas: Sequence[ByteNFA], deadline: Deadline | None = None) -> Byte
     no limit) has passed.
     """
     deadline = deadline or NO_DEADLINE
-    trans, accepts = _determinize(nfas, deadline)
-    columns, byte_class = _byte_classes(trans)
+    class_trans, byte_class, accepts = determinize(nfas, deadline)
+    phase = "the lexer DFA's minimization"  # each step below is checked: the subsets come fast, big ones too
+    deadline.check(phase)
+    columns, merged = _byte_classes(class_trans)
+    byte_class = merged[byte_class]
+    deadline.check(phase)
     live = _live_states(columns, accepts)
     if not live[0]:
         return ByteDFA(np.full((1, 256), -1, dtype=np.int32), (frozenset(),))
+    deadline.check(phase)
     columns, accepts = _restrict(columns, accepts, live)
     block, block_columns = _minimize(columns, accepts, deadline)
+    deadline.check(phase)
     order = _bfs_order(block_columns, int(block[0]))
+    deadline.check(phase)
     renumber = np.full(len(block_columns) + 1, -1, dtype=np.int32)  # index -1 (no transition) stays -1
     renumber[order] = np.arange(len(order), dtype=np.int32)
     representative = np.empty(len(block_columns), dtype=np.int64)
@@ -71,94 +80,19 @@ def build_dfa(nfas: Sequence[ByteNFA], deadline: Deadline | None = None) -> Byte
     return ByteDFA(np.ascontiguousarray(trans), tuple(accepts[representative[b]] for b in order))
 
 
-class _Union:
-    """The union of the NFAs as one state space, NFA ``i``'s final state carrying tag ``i``."""
+def union_dfa(nfas: Sequence[ByteNFA], deadline: Deadline | None = None) -> ByteDFA:
+    """``build_dfa(nfas, deadline)`` for NFAs that are each, as a DFA, trimmed and minimal (a state that is not final
+    and has no moves standing for the empty language), as :func:`~grammask.automata.patterns.terminal_nfa` makes a
+    lexer's terminals: where every NFA has a DFA's shape (:func:`~grammask.automata.subsets.deterministic`), their
+    subsets are the minimal DFA already and are only numbered (see :mod:`grammask.automata.subsets`).
 
-    def __init__(self, nfas: Sequence[ByteNFA]) -> None:
-        self.edges: list[tuple[tuple[int, int, int], ...]] = []
-        self.eps: list[tuple[int, ...]] = []
-        self.starts: list[int] = []
-        self.final_tag: dict[int, int] = {}
-        for tag, nfa in enumerate(nfas):
-            offset = len(self.edges)
-            self.edges.extend(tuple((lo, hi, t + offset) for lo, hi, t in state) for state in nfa.edges)
-            self.eps.extend(tuple(t + offset for t in state) for state in nfa.eps)
-            self.starts.append(nfa.start + offset)
-            self.final_tag[nfa.final + offset] = tag
-        self._closures: dict[int, frozenset[int]] = {}
-
-    def close(self, states: Iterable[int]) -> frozenset[int]:
-        """The epsilon closure of ``states``."""
-        result: set[int] = set()
-        for s in states:
-            result |= self._closure_of(s)
-        return frozenset(result)
-
-    def _closure_of(self, state: int) -> frozenset[int]:
-        found = self._closures.get(state)
-        if found is None:
-            seen = {state}
-            todo = [state]
-            while todo:
-                for t in self.eps[todo.pop()]:
-                    if t not in seen:
-                        seen.add(t)
-                        todo.append(t)
-            found = self._closures[state] = frozenset(seen)
-        return found
-
-
-def _determinize(nfas: Sequence[ByteNFA], deadline: Deadline) -> tuple[np.ndarray, list[frozenset[int]]]:
-    """Subset construction: the transition table over all bytes and each state's accepted tags."""
-    union = _Union(nfas)
-    start = union.close(union.starts)
-    ids: dict[frozenset[int], int] = {start: 0}
-    subsets = [start]
-    moved: dict[frozenset[int], int] = {}  # NFA states reached on a byte -> DFA state
-    rows: list[list[tuple[int, int, int]]] = []
-    while len(rows) < len(subsets):
-        deadline.check("the lexer DFA's subset construction")
-        row: list[tuple[int, int, int]] = []
-        for lo, hi, reached in _intervals([e for s in subsets[len(rows)] for e in union.edges[s]]):
-            target = moved.get(reached)
-            if target is None:
-                subset = union.close(reached)
-                target = ids.get(subset)
-                if target is None:
-                    target = ids[subset] = len(subsets)
-                    subsets.append(subset)
-                moved[reached] = target
-            if row and row[-1][2] == target and row[-1][1] == lo - 1:
-                row[-1] = (row[-1][0], hi, target)
-            else:
-                row.append((lo, hi, target))
-        rows.append(row)
-
-    trans = np.full((len(subsets), 256), -1, dtype=np.int32)
-    for s, row in enumerate(rows):
-        for lo, hi, t in row:
-            trans[s, lo : hi + 1] = t
-    tag_of = union.final_tag
-    return trans, [frozenset(tag_of[s] for s in subset if s in tag_of) for subset in subsets]
-
-
-def _intervals(edges: list[tuple[int, int, int]]) -> list[tuple[int, int, frozenset[int]]]:
-    """Split overlapping byte-range edges into disjoint ranges, each with every target it reaches."""
-    if not edges:
-        return []
-    by_range: dict[tuple[int, int], list[int]] = {}
-    for lo, hi, t in edges:
-        by_range.setdefault((lo, hi), []).append(t)
-    if len(by_range) == 1:
-        ((lo, hi), ts), = by_range.items()
-        return [(lo, hi, frozenset(ts))]
-    points = sorted({lo for lo, _ in by_range} | {hi + 1 for _, hi in by_range})
-    index = {p: i for i, p in enumerate(points)}
-    targets: list[set[int]] = [set() for _ in points]
-    for (lo, hi), ts in by_range.items():
-        for i in range(index[lo], index[hi + 1]):
-            targets[i].update(ts)
-    return [(points[i], points[i + 1] - 1, frozenset(ts)) for i, ts in enumerate(targets) if ts]
+    Raises :class:`~grammask.errors.CompileTimeoutError` once ``deadline`` (None: no limit) has passed.
+    """
+    if len(nfas) < 2 or not all(deterministic(nfa) for nfa in nfas):
+        return build_dfa(nfas, deadline)
+    trans, byte_class, accepts = determinize(nfas, deadline or NO_DEADLINE, minimal=True)
+    order, renumber = breadth_first(trans)
+    return ByteDFA(np.ascontiguousarray(renumber[trans[order]][:, byte_class]), tuple(accepts[k] for k in order.tolist()))
 
 
 def _byte_classes(trans: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -219,6 +153,7 @@ def _minimize(columns: np.ndarray, accepts: list[frozenset[int]], deadline: Dead
     sink = len(accepts)  # stands for "no transition"; every trimmed state differs from it
     table = np.vstack([np.where(columns < 0, sink, columns), np.full((1, columns.shape[1]), sink)])
     shortest, longest = _remaining_lengths(columns, accepts)
+    deadline.check("the lexer DFA's minimization")
     initial: dict[tuple | None, int] = {}
     keys = [*zip(accepts, shortest, longest), None]
     block = _coarsest_stable_partition(

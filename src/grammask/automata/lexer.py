@@ -35,7 +35,7 @@ from functools import cached_property, lru_cache
 import numpy as np
 
 from grammask.automata.counted import CountTables, add_levels, check_free, free_pattern
-from grammask.automata.dfa import ByteDFA, build_dfa, components, successors
+from grammask.automata.dfa import ByteDFA, build_dfa, components, successors, union_dfa
 from grammask.automata.fallback import (
     CHAIN,
     FallbackLimit,
@@ -257,7 +257,7 @@ def build_lexer(grammar: Grammar, deadline: Deadline | None = None) -> LexerAuto
     for t in terminals:
         deadline.check("the terminals' automata")
         nfas.append(terminal_nfa(t.pattern, t.flags, t.literal, t.name, deadline))
-    dfa = build_dfa(nfas, deadline)
+    dfa = union_dfa(nfas, deadline)
     if grammar.first_match:
         dfa_matches = _match_rows(dfa, len(terminals))
         restricted = restrict_preempted(terminals, nfas, dfa_matches, alive(dfa.trans, dfa_matches, strict=True))

@@ -9,6 +9,7 @@ import dataclasses
 import re
 import threading
 from collections import OrderedDict
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -41,7 +42,19 @@ def regex_to_dfa(pattern: str, flags: str = "", name: str = "<regex>") -> ByteDF
 
 _REMEMBERED = 4096
 _compact: OrderedDict[tuple[str, str], ByteNFA] = OrderedDict()
+_given: OrderedDict[tuple[str, str], Callable[[], ByteNFA]] = OrderedDict()
 _compact_lock = threading.Lock()
+
+
+def give_nfa(pattern: str, flags: str, build: Callable[[], ByteNFA | None]) -> None:
+    """Let :func:`terminal_nfa` take the NFA of ``pattern`` from ``build()`` instead of parsing it, once, if it is
+    asked within the next 4,096 patterns given: for a front end that renders a pattern from an automaton it holds.
+    ``build()`` returns an NFA of exactly the pattern's language (no trailing context), or None to parse it."""
+    with _compact_lock:
+        _given[(pattern, flags)] = build
+        _given.move_to_end((pattern, flags))
+        while len(_given) > _REMEMBERED:
+            _given.popitem(last=False)
 
 
 def terminal_nfa(pattern: str, flags: str = "", literal: str | None = None, name: str = "<regex>",
@@ -61,7 +74,11 @@ def terminal_nfa(pattern: str, flags: str = "", literal: str | None = None, name
         if found is not None:
             _compact.move_to_end(key)
     if found is None:
-        nfa = compile_regex(pattern, flags, name)
+        with _compact_lock:
+            given = _given.pop(key, None)
+        nfa = None if given is None else given()
+        if nfa is None:
+            nfa = compile_regex(pattern, flags, name)
         found = _dfa_as_nfa(build_dfa([nfa], deadline), nfa)
         with _compact_lock:
             _compact[key] = found

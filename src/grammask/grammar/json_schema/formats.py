@@ -9,7 +9,10 @@ most 61 characters.
 
 from __future__ import annotations
 
+from functools import cache
+
 from grammask.automata.regex import Node
+from grammask.grammar.json_schema.automaton import CharDFA, dfa_from_ast
 from grammask.grammar.regex_frontend import parse_pattern
 
 _YEAR = "(?:[1-9][0-9]{3}|0[1-9][0-9]{2}|00[1-9][0-9]|000[1-9])"
@@ -104,3 +107,11 @@ UNENFORCEABLE = frozenset({"idn-email", "idn-hostname", "iri", "iri-reference", 
 def format_language(name: str) -> Node:
     """The regex AST of format ``name`` (a key of :data:`FORMATS`)."""
     return parse_pattern(FORMATS[name], dialect="ecma")
+
+
+@cache
+def format_automaton(name: str) -> tuple[Node, CharDFA]:
+    """The regex AST of format ``name`` (a key of :data:`FORMATS`) and its minimal automaton, built once per process
+    (formats recur from schema to schema, and their automata take tens of milliseconds)."""
+    node = format_language(name)
+    return node, dfa_from_ast(node)

@@ -31,7 +31,11 @@ from grammask.grammar.json_schema.counted import (
     largest_repeat,
     length_states,
 )
-from grammask.grammar.json_schema.formats import FORMATS, UNENFORCEABLE, format_language
+from grammask.grammar.json_schema.formats import (
+    FORMATS,
+    UNENFORCEABLE,
+    format_automaton,
+)
 from grammask.grammar.json_schema.numbers import NumberSet
 from grammask.grammar.json_schema.shapes import (
     IMPLICIT,
@@ -412,7 +416,7 @@ class _KeywordReader:
     def _format(self) -> StringSet:
         name = self.schema["format"]
         if name in FORMATS:
-            return StringSet.regular(format_language(name))
+            return StringSet.regular(*format_automaton(name))
         if name in UNENFORCEABLE:
             self.issues.unsupported("format", self.at("format"), f"format {name!r} is not enforced")
         else:

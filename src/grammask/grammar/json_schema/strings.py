@@ -13,9 +13,10 @@ from __future__ import annotations
 
 import json
 import re
-from functools import cached_property
+from functools import cached_property, lru_cache
 
-from grammask.automata.regex import Alt, Chars, Node, Repeat
+from grammask.automata.patterns import compile_regex, give_nfa
+from grammask.automata.regex import Alt, ByteNFA, Chars, Node, Repeat
 from grammask.automata.utf8 import SCALARS, CodeRanges, difference, normalize
 from grammask.errors import NO_DEADLINE, Deadline, UnsupportedSchemaError
 from grammask.grammar.ir import Count
@@ -68,6 +69,48 @@ def json_char_atom(ranges: CodeRanges) -> str:
     return parts[0] if len(parts) == 1 and "|" not in parts[0] else "(?:" + "|".join(parts) + ")"
 
 
+@lru_cache(maxsize=4096)
+def _atom(ranges: CodeRanges) -> str:
+    return json_char_atom(ranges)
+
+
+@lru_cache(maxsize=4096)
+def _atom_nfa(ranges: CodeRanges) -> ByteNFA:
+    return compile_regex(_atom(ranges))
+
+
+def spelled_nfa(dfa: CharDFA, most: int) -> ByteNFA | None:
+    """A byte NFA of the JSON string literals (quotes included) of ``dfa``'s strings: each of its edges spelled as
+    :func:`json_char_atom` spells the edge's characters, so the language of the pattern :meth:`StringSet.lexeme`
+    renders from an AST of the same strings, without parsing that pattern. None where the edges' spellings are
+    longer than ``most`` characters in all (a pattern's NFA is about as big as its text, and the AST, shorter
+    than the automaton where it shares parts, longer where state elimination repeats them)."""
+    by_state: list[dict[int, CodeRanges]] = []
+    for row in dfa.rows:
+        by_target: dict[int, list[tuple[int, int]]] = {}
+        for lo, hi, t in row:
+            by_target.setdefault(t, []).append((lo, hi))
+        by_state.append({t: normalize(ranges) for t, ranges in by_target.items()})
+    if sum(len(_atom(ranges)) for out in by_state for ranges in out.values()) > most:
+        return None
+    edges: list[list[tuple[int, int, int]]] = [[(0x22, 0x22, 1)]]
+    eps: list[list[int]] = [[]]
+    edges += [[] for _ in range(dfa.n_states + 1)]
+    eps += [[] for _ in range(dfa.n_states + 1)]
+    final = dfa.n_states + 1
+    for s, out in enumerate(by_state):
+        if s in dfa.accepting:
+            edges[s + 1].append((0x22, 0x22, final))
+        for t, ranges in out.items():
+            atom = _atom_nfa(ranges)
+            base = len(edges)
+            edges += [[(lo, hi, u + base) for lo, hi, u in state] for state in atom.edges]
+            eps += [[u + base for u in state] for state in atom.eps]
+            eps[s + 1].append(atom.start + base)
+            eps[atom.final + base].append(t + 1)
+    return ByteNFA(tuple(map(tuple, edges)), tuple(map(tuple, eps)), 0, final)
+
+
 def _surrogate_pairs(lo: int, hi: int) -> list[str]:
     (hi_a, lo_a), (hi_b, lo_b) = divmod(lo - 0x10000, 0x400), divmod(hi - 0x10000, 0x400)
     blocks = []
@@ -117,10 +160,10 @@ class StringSet:
         return cls("literal", text=text)
 
     @classmethod
-    def regular(cls, node: Node) -> StringSet:
-        """The language of ``node``, normalized to a literal or the empty set where it is one."""
-        dfa = dfa_from_ast(node)
-        return cls._from_dfa(dfa, node)
+    def regular(cls, node: Node, dfa: CharDFA | None = None) -> StringSet:
+        """The language of ``node`` (whose minimal automaton ``dfa`` is, where given), normalized to a literal or the
+        empty set where it is one."""
+        return cls._from_dfa(dfa_from_ast(node) if dfa is None else dfa, node)
 
     @classmethod
     def _from_dfa(cls, dfa: CharDFA, node: Node | None = None) -> StringSet:
@@ -307,7 +350,11 @@ class StringSet:
             self._node = dfa_to_ast(self.dfa, deadline)
         node = self.node
         body = render_regex(node, json_char_atom)
-        return '"' + (f"(?:{body})" if isinstance(node, Alt) else body) + '"', None
+        pattern = '"' + (f"(?:{body})" if isinstance(node, Alt) else body) + '"'
+        dfa = self.dfa
+        if not dfa.is_empty():
+            give_nfa(pattern, "", lambda: spelled_nfa(dfa, len(pattern)))
+        return pattern, None
 
     def describe(self) -> str:
         if self.kind == "literal":
