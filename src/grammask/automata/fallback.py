@@ -44,6 +44,10 @@ END = 256
 CHAIN = -2
 """``alt`` of a chain state."""
 
+BRANCH = -2
+"""``restart`` of a contextual lexer's state whose next mode the parser picks (as
+:data:`grammask.automata.lexer.BRANCH`)."""
+
 
 @dataclass(frozen=True)
 class Fallbacks:
@@ -68,6 +72,12 @@ class Fallbacks:
     first_after: np.ndarray
     windows: dict[int, frozenset[int]]
     cut: frozenset[int] = frozenset()
+    parted: frozenset[int] = frozenset()
+
+    @property
+    def added(self) -> bool:
+        """Whether any fallback state was added."""
+        return len(self.origin) > self.n_plain
 
     @property
     def fallback_terminals(self) -> tuple[int, ...]:
@@ -109,14 +119,20 @@ def ends_allowed(trans: np.ndarray, accept: np.ndarray, trailing: tuple[tuple[in
 
 
 def add_fallbacks(trans: np.ndarray, accept: np.ndarray, restart: np.ndarray, allowed: np.ndarray,
-                  produce: np.ndarray) -> Fallbacks | None:
+                  produce: np.ndarray, branches: list[list[int]] | None = None) -> Fallbacks | None:
     """The lexer DFA ``trans``/``accept`` (every next lexeme starting in ``restart[q]``, a state with an empty
     lexeme; ``allowed`` from :func:`ends_allowed`; ``produce`` its Prod rows) with Lark's fallbacks as states; None where no text can take a
     fallback (the automaton stays as it is).
 
+    A contextual lexer's ``restart[q]`` may be :data:`BRANCH` (the parser picks the next mode): ``branches[t]`` lists
+    the states the lexeme after terminal ``t`` may then start in. Where a fallback's earlier match (or a lexeme of its
+    chain) is such a terminal, the text after it is lexed from each of them: if every one reaches the same state
+    (the modes lex the rest alike), that state is the restart, else the fallback is not kept there and its terminal
+    is named in ``cut``.
+
     Raises :class:`FallbackLimit` where the fallbacks need more than :data:`MAX_NEW_STATES` states.
     """
-    built = _Builder(trans, accept, restart, allowed, produce)
+    built = _Builder(trans, accept, restart, allowed, produce, branches or [])
     built.run()
     return built.result()
 
@@ -138,9 +154,10 @@ def _utf8_table() -> list[list[int]]:
     return table
 
 
-def can_die(trans: np.ndarray, accept: np.ndarray) -> list[bool]:
+def can_die(trans: np.ndarray, accept: np.ndarray, starts: frozenset[int] = frozenset({0})) -> list[bool]:
     """Per state, whether some text continuing the lexeme in it (valid UTF-8) makes it die before it is complete
-    again: at a byte no terminal continues it with, through non-accepting states only."""
+    again: at a byte no terminal continues it with, through non-accepting states only (lexemes begin in
+    ``starts``)."""
     n = len(accept)
     rows, acc = trans.tolist(), accept.tolist()
     utf8 = _utf8_table()
@@ -148,9 +165,9 @@ def can_die(trans: np.ndarray, accept: np.ndarray) -> list[bool]:
     def fits(need: int, byte: int) -> int:
         return utf8[need][byte]
 
-    # the UTF-8 positions each state is met at, from the empty lexeme
-    seen = {(0, 0)}
-    todo = [(0, 0)]
+    # the UTF-8 positions each state is met at, from the empty lexemes
+    seen = {(q, 0) for q in starts}
+    todo = list(seen)
     while todo:
         q, need = todo.pop()
         for byte, nxt in enumerate(rows[q]):
@@ -180,14 +197,15 @@ def can_die(trans: np.ndarray, accept: np.ndarray) -> list[bool]:
 
 class _Builder:
     def __init__(self, trans: np.ndarray, accept: np.ndarray, restart: np.ndarray, allowed: np.ndarray,
-                 produce: np.ndarray):
+                 produce: np.ndarray, branches: list[list[int]]):
         self.n = len(accept)
         self.produce = produce
         self.n_terms = produce.shape[1]
         self.trans = trans.tolist()
         self.plain_accept = accept.tolist()
-        self.dies = can_die(trans, accept)
-        self.starts = set(restart.tolist())
+        self.branches = branches
+        self.starts = {0, *(r for r in restart.tolist() if r >= 0), *(q for options in branches for q in options)}
+        self.dies = can_die(trans, accept, frozenset(self.starts))
         self.allowed = allowed.tolist()
         # per state: (origin, fallback terminal, restart); plain states are their own origin
         self.keys: list[tuple[int, int, int]] = [(q, a, r) for q, (a, r) in enumerate(zip(accept.tolist(),
@@ -196,6 +214,7 @@ class _Builder:
         self.rows: list[list[int] | None] = [None] * self.n
         self.depth = [0] * self.n
         self.cut: set[int] = set()
+        self.parted: set[int] = set()
 
     def state(self, origin: int, term: int, again: int) -> int:
         """The state growing ``origin``'s lexeme (-1: a chain state) that emits ``term`` and restarts in ``again``
@@ -241,7 +260,7 @@ class _Builder:
                 fallback = term >= 0 and self.allowed[s][byte]
             else:
                 fallback = True
-            tail = self.step(again, byte) if fallback else -1
+            tail = self.resume(term, again, byte) if fallback else -1
             made = -1 if tail < 0 else self.state(nxt, term, tail)
             out.append(nxt if made < 0 else made)
         return out
@@ -254,8 +273,19 @@ class _Builder:
         _, term, again = self.keys[s]
         if term < 0 or s in self.starts or not self.ends(s, byte):
             return -1
-        tail = self.step(again, byte)
+        tail = self.resume(term, again, byte)
         return -1 if tail < 0 else self.state(-1, term, tail)
+
+    def resume(self, term: int, again: int, byte: int) -> int:
+        """The state after ``byte`` read where the lexeme after ``term`` starts in ``again`` (-1: rejected); at a
+        branch the one every mode reaches, else -1 with ``term`` cut."""
+        if again != BRANCH:
+            return self.step(again, byte)
+        tails = {self.step(start, byte) for start in self.branches[term]}
+        if len(tails) == 1:
+            return tails.pop()
+        self.parted.add(term)
+        return -1
 
     def survives(self, s: int, byte: int) -> bool:
         """Whether ``byte`` read in ``s`` is lexed on (what it ends emitted), without making chain states."""
@@ -263,6 +293,8 @@ class _Builder:
             _, term, again = self.keys[s]
             if term < 0 or s in self.starts or not self.ends(s, byte):
                 return False
+            if again == BRANCH:
+                return any(self.row(start)[byte] >= 0 for start in self.branches[term])
             s = again
         return True
 
@@ -272,6 +304,8 @@ class _Builder:
             _, term, again = self.keys[s]
             if term < 0 or not self.ends(s, END):
                 return False
+            if again == BRANCH:
+                return True
             s = again
         return True
 
@@ -311,8 +345,8 @@ class _Builder:
                 if t not in number:
                     number[t] = len(order)
                     order.append(t)
-        if len(order) == n:
-            return None  # (a cut without any kept fallback keeps the plain rule everywhere; build_lexer warns)
+        if len(order) == n and not self.cut and not self.parted:
+            return None
         size = len(order)
         trans = np.full((size, 256), -1, dtype=np.int32)
         accept = np.empty(size, dtype=np.int32)
@@ -345,7 +379,7 @@ class _Builder:
             np.concatenate([accept, np.full(pad, -1, dtype=np.int32)]),
             np.concatenate([restart, np.zeros(pad, dtype=np.int32)]),
             np.concatenate([origin, np.full(pad, -2, dtype=np.int32)]), alt, first_after,
-            {t: frozenset(b) for t, b in windows.items()}, frozenset(self.cut))
+            {t: frozenset(b) for t, b in windows.items()}, frozenset(self.cut), frozenset(self.parted))
 
     def _first_after(self, x: int, trans: np.ndarray, accept: np.ndarray, restart: np.ndarray, origin: np.ndarray,
                      alt: np.ndarray) -> list[bool]:
