@@ -13,6 +13,12 @@ next character, returns the lexeme whole (its lookahead may reach one byte past 
 empty or can still become (per its DFA's reachable winners) an ignored terminal or one the parser takes
 next. Token ``t`` is allowed after prefix ``w`` iff ``w + t`` is viable; EOS iff the pending lexeme is
 complete, the parser takes its terminal (if not ignored) and then the end of input.
+
+**Backing up** (grammars from Lark, ``grammar.backtrack``): each state's scanner is a Python ``re`` alternation, so
+a lexeme is the longest complete match in the DFA of the parser's state when it starts: where it runs on past a
+match and dies, the match is emitted and the rest lexed again in the DFA of the state the parser then reaches. A
+prefix then has several readings (``tests/backing_up.py`` says which), each with its own parser; the long lexeme of
+a reading that backs up later is a *shadow* in its own DFA, which must die before it is complete again.
 """
 
 from __future__ import annotations
@@ -23,10 +29,14 @@ import numpy as np
 from lark import Lark, Token
 from lark.exceptions import UnexpectedToken
 
+from backing_up import _utf8
+
 from grammask.automata.dfa import build_dfa
 from grammask.automata.patterns import compile_regex
 from grammask.grammar.ir import Grammar
 from grammask.grammar.lark_frontend import _no_collision_check
+
+UTF8 = _utf8()
 
 
 class _ModeDFA:
@@ -88,6 +98,8 @@ class ContextualOracle:
         self.looks = Lookaheads(grammar)
         self._dfas: dict[frozenset[int], _ModeDFA] = {}
         self._fed: dict[tuple, object] = {}
+        self.backtrack = grammar.backtrack
+        self._dies: dict[tuple, bool] = {}
 
     def _mode(self, ip) -> _ModeDFA:
         state = ip.parser_state
@@ -142,6 +154,8 @@ class ContextualOracle:
 
     def mask(self, prefix: bytes) -> np.ndarray:
         """Boolean mask over ``vocab.n_logits`` for the byte prefix (which must be viable)."""
+        if self.backtrack:
+            return self._backing_up_mask(prefix)
         ip = self.parser.parse_interactive("")
         config = self._run((self._mode(ip), 0, ip, b""), prefix)
         assert config is not None and self._viable_end(config, bool(prefix)), "prefix is not viable"
@@ -159,6 +173,139 @@ class ContextualOracle:
         if started:
             term = dfa.winner[q]
             if term < 0 or not self.looks.ends_before(term, lexeme, b""):
+                return False
+            ip = self._feed(ip, term)
+            if ip is None:
+                return False
+        return "$END" in ip.accepts()
+
+    # ---- backing up (see the module docstring) --------------------------------------------------------------
+
+    def _match(self, dfa: _ModeDFA, q: int, lexeme: bytes, after: bytes) -> int:
+        """The terminal ``lexeme`` (in ``q`` of ``dfa``) is a match of before ``after`` (b"": the end), else -1."""
+        term = dfa.winner[q]
+        return term if term >= 0 and self.looks.ends_before(term, lexeme, after) else -1
+
+    def _readings(self, ip, data: bytes, at: int = 0, shadows: tuple = ()) -> list[tuple]:
+        """Every reading of ``data[at:]`` lexed from a lexeme boundary with parser ``ip``: (parser, DFA, state,
+        start of the pending lexeme, shadows as (DFA, state) pairs)."""
+        dfa, q, i, k, last = self._mode(ip), 0, at, at, None
+        while k < len(data):
+            nxt = dfa.trans[q][data[k]]
+            if nxt < 0:
+                term = self._match(dfa, q, data[i:k], data[k:k + 1]) if k > i else -1
+                match = (term, k) if term >= 0 else last
+                if match is None:
+                    return []
+                ip = self._feed(ip, match[0])
+                if ip is None:
+                    return []
+                dfa, q, i, k, last = self._mode(ip), 0, match[1], match[1], None
+                continue
+            if k > i:
+                term = self._match(dfa, q, data[i:k], data[k:k + 1])
+                if term >= 0:
+                    last = (term, k)
+            q, k = nxt, k + 1
+        out = [(ip, dfa, q, i, shadows)]
+        if q != 0 and dfa.winner[q] < 0 and last is not None:
+            fed = self._feed(ip, last[0])
+            if fed is not None:
+                out += self._readings(fed, data, last[1], shadows + ((dfa, q),))
+        return out
+
+    def _viable(self, data: bytes, reading) -> bool:
+        ip, dfa, q, _, _ = reading
+        if q == 0:
+            return True
+        return any(x in self.ignored or self._feed(ip, x) is not None for x in self._first_terms(data, reading))
+
+    def _first_terms(self, data: bytes, reading) -> set[int]:
+        """The terminals the pending lexeme can be emitted as, over the continuations that make every shadow die
+        before it is complete again (lookaheads past the lexeme are not checked here)."""
+        _, dfa, q, _, shadows = reading
+        if not shadows:
+            return dfa.produce[q]
+        u = 0
+        for b in data:
+            u = UTF8[u][b]
+        out: set[int] = set()
+        start = (q, frozenset((id(d), s) for d, s in shadows), u, -1)
+        dfas = {id(d): d for d, _ in shadows}
+        seen, todo = {start}, [start]
+        while todo:
+            q, alive, u, cand = todo.pop()
+            if dfa.winner[q] >= 0 or cand >= 0:
+                out.add(dfa.winner[q] if dfa.winner[q] >= 0 else cand)
+            for b in range(256):
+                after = UTF8[u][b]
+                if after < 0:
+                    continue
+                moved = {(d, dfas[d].trans[s][b]) for d, s in alive}
+                if any(s >= 0 and dfas[d].winner[s] >= 0 for d, s in moved):
+                    continue  # a shadow is complete again: this reading is not Lark's
+                moved = {(d, s) for d, s in moved if s >= 0}
+                nxt = dfa.trans[q][b]
+                here = dfa.winner[q]
+                if nxt < 0:
+                    match = here if here >= 0 else cand
+                    if match >= 0 and all(self._can_die(dfas[d], s, after) for d, s in moved):
+                        out.add(match)
+                    continue
+                cand2 = here if here >= 0 else cand
+                if not moved:
+                    out.update(dfa.produce[nxt])
+                    if cand2 >= 0:
+                        out.add(cand2)
+                    continue
+                key = (nxt, frozenset(moved), after, cand2)
+                if key not in seen:
+                    seen.add(key)
+                    todo.append(key)
+        return out
+
+    def _can_die(self, dfa: _ModeDFA, state: int, u: int) -> bool:
+        """Whether some valid continuation kills the lexeme in ``state`` of ``dfa`` before it is complete again."""
+        key = (id(dfa), state, u)
+        found = self._dies.get(key)
+        if found is None:
+            found = False
+            seen, todo = {(state, u)}, [(state, u)]
+            while todo and not found:
+                q, v = todo.pop()
+                for b in range(256):
+                    w = UTF8[v][b]
+                    if w < 0:
+                        continue
+                    nxt = dfa.trans[q][b]
+                    if nxt < 0:
+                        found = True
+                        break
+                    if dfa.winner[nxt] < 0 and (nxt, w) not in seen:
+                        seen.add((nxt, w))
+                        todo.append((nxt, w))
+            self._dies[key] = found
+        return found
+
+    def _backing_up_mask(self, prefix: bytes) -> np.ndarray:
+        readings = self._readings(self.parser.parse_interactive(""), prefix)
+        assert readings and (not prefix or any(self._viable(prefix, r) for r in readings)), "prefix is not viable"
+        base_ip, _, _, base, _ = readings[0]  # its pending lexeme starts where every reading's first differs
+        pending = prefix[base:]
+        allowed = np.zeros(self.vocab.n_logits, dtype=bool)
+        for tok, data in enumerate(self.vocab.tokens):
+            if data:
+                text = pending + data
+                allowed[tok] = any(self._viable(text, r) for r in self._readings(base_ip, text))
+        if any(self._reading_ends(prefix, r) for r in readings):
+            allowed[list(self.vocab.eos_ids)] = True
+        return allowed
+
+    def _reading_ends(self, data: bytes, reading) -> bool:
+        ip, dfa, q, start, _ = reading
+        if q != 0:
+            term = self._match(dfa, q, data[start:], b"")
+            if term < 0:
                 return False
             ip = self._feed(ip, term)
             if ip is None:
