@@ -24,6 +24,7 @@ a reading that backs up later is a *shadow* in its own DFA, which must die befor
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 
 import numpy as np
 from lark import Lark, Token
@@ -99,7 +100,6 @@ class ContextualOracle:
         self._dfas: dict[frozenset[int], _ModeDFA] = {}
         self._fed: dict[tuple, object] = {}
         self.backtrack = grammar.backtrack
-        self._dies: dict[tuple, bool] = {}
 
     def _mode(self, ip) -> _ModeDFA:
         state = ip.parser_state
@@ -186,57 +186,106 @@ class ContextualOracle:
         term = dfa.winner[q]
         return term if term >= 0 and self.looks.ends_before(term, lexeme, after) else -1
 
-    def _readings(self, ip, data: bytes, at: int = 0, shadows: tuple = ()) -> list[tuple]:
-        """Every reading of ``data[at:]`` lexed from a lexeme boundary with parser ``ip``: (parser, DFA, state,
-        start of the pending lexeme, shadows as (DFA, state) pairs)."""
-        dfa, q, i, k, last = self._mode(ip), 0, at, at, None
+    def _backing_up_mask(self, prefix: bytes) -> np.ndarray:
+        backing = BackingUp(self._mode, lambda ip, term, _: self._feed(ip, term), self._match)
+        readings = backing.readings(self.parser.parse_interactive(""), prefix)
+        assert readings and (not prefix or any(self._viable(backing, prefix, r) for r in readings)), \
+            "prefix is not viable"
+        base = readings[0]  # its pending lexeme starts where the readings part
+        pending = prefix[base.start:]
+        allowed = np.zeros(self.vocab.n_logits, dtype=bool)
+        for tok, data in enumerate(self.vocab.tokens):
+            if data:
+                text = pending + data
+                allowed[tok] = any(self._viable(backing, text, r) for r in backing.readings(base.parse, text))
+        if any(self._reading_ends(prefix, r) for r in readings):
+            allowed[list(self.vocab.eos_ids)] = True
+        return allowed
+
+    def _viable(self, backing: BackingUp, data: bytes, reading: Reading) -> bool:
+        if reading.state == 0:
+            return True
+        return any(x in self.ignored or self._feed(reading.parse, x) is not None
+                   for x in backing.first_terms(data, reading))
+
+    def _reading_ends(self, data: bytes, reading: Reading) -> bool:
+        ip = reading.parse
+        if reading.state != 0:
+            term = self._match(reading.dfa, reading.state, data[reading.start:], b"")
+            if term < 0:
+                return False
+            ip = self._feed(ip, term)
+            if ip is None:
+                return False
+        return "$END" in ip.accepts()
+
+
+@dataclass(frozen=True)
+class Reading:
+    """One way a prefix lexes under the contextual lexer with backing up: the parser (and postlex) after its
+    completed lexemes, the pending lexeme's DFA, state and start, and the shadows as (DFA, state) pairs."""
+
+    parse: object
+    dfa: _ModeDFA
+    state: int
+    start: int
+    shadows: tuple = ()
+
+
+class BackingUp:
+    """The readings of a prefix as Lark's contextual lexer lexes it (each state's scanner backs up), for an oracle
+    that gives the mode of a parse (``mode``), feeds it a completed lexeme (``feed(parse, term, text)``, None if
+    rejected) and says which terminal a lexeme is a match of before the next text (``match(dfa, q, lexeme,
+    after)``, -1 if none)."""
+
+    def __init__(self, mode, feed, match):
+        self.mode, self.feed, self.match = mode, feed, match
+        self._dies: dict[tuple, bool] = {}
+
+    def readings(self, parse, data: bytes, at: int = 0, shadows: tuple = ()) -> list[Reading]:
+        """Every reading of ``data[at:]`` lexed from a lexeme boundary with ``parse`` ([] if none lexes)."""
+        dfa, q, i, k, last = self.mode(parse), 0, at, at, None
         while k < len(data):
             nxt = dfa.trans[q][data[k]]
             if nxt < 0:
-                term = self._match(dfa, q, data[i:k], data[k:k + 1]) if k > i else -1
+                term = self.match(dfa, q, data[i:k], data[k:k + 1]) if k > i else -1
                 match = (term, k) if term >= 0 else last
                 if match is None:
                     return []
-                ip = self._feed(ip, match[0])
-                if ip is None:
+                parse = self.feed(parse, match[0], data[i:match[1]])
+                if parse is None:
                     return []
-                dfa, q, i, k, last = self._mode(ip), 0, match[1], match[1], None
+                dfa, q, i, k, last = self.mode(parse), 0, match[1], match[1], None
                 continue
             if k > i:
-                term = self._match(dfa, q, data[i:k], data[k:k + 1])
+                term = self.match(dfa, q, data[i:k], data[k:k + 1])
                 if term >= 0:
                     last = (term, k)
             q, k = nxt, k + 1
-        out = [(ip, dfa, q, i, shadows)]
+        out = [Reading(parse, dfa, q, i, shadows)]
         if q != 0 and dfa.winner[q] < 0 and last is not None:
-            fed = self._feed(ip, last[0])
+            fed = self.feed(parse, last[0], data[i:last[1]])
             if fed is not None:
-                out += self._readings(fed, data, last[1], shadows + ((dfa, q),))
+                out += self.readings(fed, data, last[1], shadows + ((dfa, q),))
         return out
 
-    def _viable(self, data: bytes, reading) -> bool:
-        ip, dfa, q, _, _ = reading
-        if q == 0:
-            return True
-        return any(x in self.ignored or self._feed(ip, x) is not None for x in self._first_terms(data, reading))
-
-    def _first_terms(self, data: bytes, reading) -> set[int]:
+    def first_terms(self, data: bytes, reading: Reading) -> set[int]:
         """The terminals the pending lexeme can be emitted as, over the continuations that make every shadow die
         before it is complete again (lookaheads past the lexeme are not checked here)."""
-        _, dfa, q, _, shadows = reading
-        if not shadows:
-            return dfa.produce[q]
+        dfa = reading.dfa
+        if not reading.shadows:
+            return dfa.produce[reading.state]
         u = 0
         for b in data:
             u = UTF8[u][b]
+        dfas = {id(d): d for d, _ in reading.shadows}
         out: set[int] = set()
-        start = (q, frozenset((id(d), s) for d, s in shadows), u, -1)
-        dfas = {id(d): d for d, _ in shadows}
+        start = (reading.state, frozenset((id(d), s) for d, s in reading.shadows), u, -1)
         seen, todo = {start}, [start]
         while todo:
             q, alive, u, cand = todo.pop()
             if dfa.winner[q] >= 0 or cand >= 0:
-                out.add(dfa.winner[q] if dfa.winner[q] >= 0 else cand)
+                out.add(dfa.winner[q] if dfa.winner[q] >= 0 else cand)  # the input ends: the shadows die
             for b in range(256):
                 after = UTF8[u][b]
                 if after < 0:
@@ -286,28 +335,3 @@ class ContextualOracle:
                         todo.append((nxt, w))
             self._dies[key] = found
         return found
-
-    def _backing_up_mask(self, prefix: bytes) -> np.ndarray:
-        readings = self._readings(self.parser.parse_interactive(""), prefix)
-        assert readings and (not prefix or any(self._viable(prefix, r) for r in readings)), "prefix is not viable"
-        base_ip, _, _, base, _ = readings[0]  # its pending lexeme starts where every reading's first differs
-        pending = prefix[base:]
-        allowed = np.zeros(self.vocab.n_logits, dtype=bool)
-        for tok, data in enumerate(self.vocab.tokens):
-            if data:
-                text = pending + data
-                allowed[tok] = any(self._viable(text, r) for r in self._readings(base_ip, text))
-        if any(self._reading_ends(prefix, r) for r in readings):
-            allowed[list(self.vocab.eos_ids)] = True
-        return allowed
-
-    def _reading_ends(self, data: bytes, reading) -> bool:
-        ip, dfa, q, start, _ = reading
-        if q != 0:
-            term = self._match(dfa, q, data[start:], b"")
-            if term < 0:
-                return False
-            ip = self._feed(ip, term)
-            if ip is None:
-                return False
-        return "$END" in ip.accepts()
