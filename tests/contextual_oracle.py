@@ -27,10 +27,9 @@ import re
 from dataclasses import dataclass
 
 import numpy as np
+from backing_up import _utf8
 from lark import Lark, Token
 from lark.exceptions import UnexpectedToken
-
-from backing_up import _utf8
 
 from grammask.automata.dfa import build_dfa
 from grammask.automata.patterns import compile_regex
