@@ -27,7 +27,7 @@ import re
 from dataclasses import dataclass
 
 import numpy as np
-from backing_up import _utf8
+from backing_up import can_die, shadowed_first_terms
 from lark import Lark, Token
 from lark.exceptions import UnexpectedToken
 
@@ -35,8 +35,6 @@ from grammask.automata.dfa import build_dfa
 from grammask.automata.patterns import compile_regex
 from grammask.grammar.ir import Grammar
 from grammask.grammar.lark_frontend import _no_collision_check
-
-UTF8 = _utf8()
 
 
 class _ModeDFA:
@@ -274,63 +272,20 @@ class BackingUp:
         dfa = reading.dfa
         if not reading.shadows:
             return dfa.produce[reading.state]
-        u = 0
-        for b in data:
-            u = UTF8[u][b]
-        dfas = {id(d): d for d, _ in reading.shadows}
-        out: set[int] = set()
-        start = (reading.state, frozenset((id(d), s) for d, s in reading.shadows), u, -1)
-        seen, todo = {start}, [start]
-        while todo:
-            q, alive, u, cand = todo.pop()
-            if dfa.winner[q] >= 0 or cand >= 0:
-                out.add(dfa.winner[q] if dfa.winner[q] >= 0 else cand)  # the input ends: the shadows die
-            for b in range(256):
-                after = UTF8[u][b]
-                if after < 0:
-                    continue
-                moved = {(d, dfas[d].trans[s][b]) for d, s in alive}
-                if any(s >= 0 and dfas[d].winner[s] >= 0 for d, s in moved):
-                    continue  # a shadow is complete again: this reading is not Lark's
-                moved = {(d, s) for d, s in moved if s >= 0}
-                nxt = dfa.trans[q][b]
-                here = dfa.winner[q]
-                if nxt < 0:
-                    match = here if here >= 0 else cand
-                    if match >= 0 and all(self._can_die(dfas[d], s, after) for d, s in moved):
-                        out.add(match)
-                    continue
-                cand2 = here if here >= 0 else cand
-                if not moved:
-                    out.update(dfa.produce[nxt])
-                    if cand2 >= 0:
-                        out.add(cand2)
-                    continue
-                key = (nxt, frozenset(moved), after, cand2)
-                if key not in seen:
-                    seen.add(key)
-                    todo.append(key)
-        return out
+
+        def step(shadow, b):
+            d, s = shadow
+            nxt = d.trans[s][b]
+            return None if nxt < 0 else (d, nxt)
+
+        return shadowed_first_terms(data, reading.state, reading.shadows, dfa.trans, lambda q, _: dfa.winner[q],
+                                    dfa.produce, step, lambda shadow: shadow[0].winner[shadow[1]] >= 0,
+                                    lambda shadow, u: self._can_die(shadow[0], shadow[1], u))
 
     def _can_die(self, dfa: _ModeDFA, state: int, u: int) -> bool:
         """Whether some valid continuation kills the lexeme in ``state`` of ``dfa`` before it is complete again."""
         key = (id(dfa), state, u)
         found = self._dies.get(key)
         if found is None:
-            found = False
-            seen, todo = {(state, u)}, [(state, u)]
-            while todo and not found:
-                q, v = todo.pop()
-                for b in range(256):
-                    w = UTF8[v][b]
-                    if w < 0:
-                        continue
-                    nxt = dfa.trans[q][b]
-                    if nxt < 0:
-                        found = True
-                        break
-                    if dfa.winner[nxt] < 0 and (nxt, w) not in seen:
-                        seen.add((nxt, w))
-                        todo.append((nxt, w))
-            self._dies[key] = found
+            found = self._dies[key] = can_die(dfa.trans, dfa.winner, state, u)
         return found

@@ -8,21 +8,16 @@ state of Lark's own parser) and whole-document verdicts equal Lark's.
 
 from __future__ import annotations
 
-import random
 import warnings
 from pathlib import Path
 
 import lark
 import pytest
 from conftest import get_vocab
-from contextual_oracle import ContextualOracle
-from mask_check import check_cuts
+from test_contextual import _check_masks
 
 from grammask import Grammar, compile
-from grammask.automata.lexer import build_lexer
-from grammask.errors import GrammarError
 from grammask.mask_tables import build_front
-from grammask.sampler import SentenceSampler, mutate
 
 # " #ab" runs on as a COMMENT until a line break; at ";" it dies and falls back to the ignored WS, and "#ab" is lexed
 # again (HASH, then what follows it: only "x" may). "ab-1" runs on as LONG until "!"; without it LONG dies and falls back
@@ -91,35 +86,11 @@ def test_lark_lark_document_that_backs_up():
     assert _grammask_accepts(compiled, vocab, LARK_DOC)
 
 
-def _check_masks(text: str, docs: list[str], n_prefixes: int, seed: int) -> int:
-    vocab = get_vocab("smollm2")
-    grammar, compiled = _compiled(text)
-    oracle = ContextualOracle(text, grammar, build_lexer(grammar).rank, vocab)
-    sampler = SentenceSampler(grammar, max_depth=6)
-    rng = random.Random(seed)
-    docs = list(docs)
-    checked = 0
-    while checked < n_prefixes:
-        try:
-            doc = docs.pop(0) if docs else sampler.sample(rng)
-        except GrammarError:
-            continue  # a draw whose lexemes do not lex apart
-        if not docs and rng.random() < 0.5:
-            doc = mutate(doc, rng, " #-;!abkmx12\n")
-        if not _lark_accepts(text, doc):
-            continue
-        ids = vocab.encode(doc)
-        if vocab.decode(ids) != doc.encode():
-            continue
-        cuts = sorted(rng.sample(range(len(ids) + 1), min(4, len(ids) + 1)))
-        checked += check_cuts(compiled, oracle, vocab, ids, cuts)
-    return checked
-
-
 def test_masks_equal_oracle_dash():
-    assert _check_masks(DASH, [d for d in DASH_DOCS if _lark_accepts(DASH, d)], n_prefixes=60, seed=5) >= 60
+    docs = [d for d in DASH_DOCS if _lark_accepts(DASH, d)]
+    assert _check_masks(DASH, docs, "smollm2", n_prefixes=60, seed=5) >= 60
 
 
 def test_masks_equal_oracle_lark_lark():
     text = LARK_GRAMMAR.read_text()
-    assert _check_masks(text, [LARK_DOC], n_prefixes=30, seed=2) >= 30
+    assert _check_masks(text, [LARK_DOC], "smollm2", n_prefixes=30, seed=2) >= 30
