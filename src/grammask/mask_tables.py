@@ -370,6 +370,8 @@ class _StateBuilder:
         self.no_row = np.zeros(self.n_words, dtype=np.int32)
         self.queued = np.zeros(lexer.n_states, dtype=bool)
         self.queued[0] = True
+        if lexer.alt is not None:  # a fallback's reading state only lends its follow set: the lexer never rests there
+            self.queued[lexer.alt[lexer.alt >= 0]] = True
         self.queue = [0]
         self.mask_ids: dict[bytes, int] = {}
         self.refined = _Refined(tables.n_states)

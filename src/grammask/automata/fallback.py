@@ -215,6 +215,9 @@ class _Builder:
         self.depth = [0] * self.n
         self.cut: set[int] = set()
         self.parted: set[int] = set()
+        self.produce_lists = [np.flatnonzero(row).tolist() for row in produce]
+        self.utf8 = _utf8_table()
+        self._dead: dict[int, list[int]] = {}
 
     def state(self, origin: int, term: int, again: int) -> int:
         """The state growing ``origin``'s lexeme (-1: a chain state) that emits ``term`` and restarts in ``again``
@@ -309,6 +312,13 @@ class _Builder:
             s = again
         return True
 
+    def dead_bytes(self, q: int) -> list[int]:
+        """The bytes no transition of plain state ``q`` takes."""
+        found = self._dead.get(q)
+        if found is None:
+            found = self._dead[q] = [byte for byte, nxt in enumerate(self.trans[q]) if nxt < 0]
+        return found
+
     def run(self) -> None:
         s = 0
         while s < len(self.keys):
@@ -322,8 +332,7 @@ class _Builder:
         for s in range(n, len(keys)):
             origin, _, again = keys[s]
             if fallback[s]:
-                usable[s] = self.finish(s) or any(
-                    nxt < 0 and self.survives(again, byte) for byte, nxt in enumerate(self.trans[origin]))
+                usable[s] = self.finish(s) or any(self.survives(again, byte) for byte in self.dead_bytes(origin))
         changed = True
         while changed:
             changed = False
@@ -371,8 +380,8 @@ class _Builder:
         alt = np.full(size + len(fallbacks), -1, dtype=np.int32)
         alt[n:size][origin[n:] < 0] = CHAIN
         alt[fallbacks] = np.arange(size, size + len(fallbacks), dtype=np.int32)
-        first_after = np.array([self._first_after(q, trans, accept, restart, origin, alt) for q in fallbacks],
-                               dtype=bool).reshape(len(fallbacks), self.n_terms)
+        lists = (trans.tolist(), accept.tolist(), restart.tolist(), origin.tolist(), alt.tolist())
+        first_after = np.array([self._first_after(q, *lists) for q in fallbacks], dtype=bool).reshape(len(fallbacks), self.n_terms)
         pad = len(fallbacks)
         return Fallbacks(
             n, np.vstack([trans, np.full((pad, 256), -1, dtype=np.int32)]),
@@ -381,21 +390,20 @@ class _Builder:
             np.concatenate([origin, np.full(pad, -2, dtype=np.int32)]), alt, first_after,
             {t: frozenset(b) for t, b in windows.items()}, frozenset(self.cut), frozenset(self.parted))
 
-    def _first_after(self, x: int, trans: np.ndarray, accept: np.ndarray, restart: np.ndarray, origin: np.ndarray,
-                     alt: np.ndarray) -> list[bool]:
+    def _first_after(self, x: int, rows: list[list[int]], acc: list[int], restart: list[int], origin: list[int],
+                     alt: list[int]) -> list[bool]:
         """The terminals the lexeme pending after fallback state ``x``'s earlier match (and its chain, emitted with
         it) can be emitted as first, over the continuations that make the long lexeme die before it is complete
         again (a bool row over terminals)."""
         out = [False] * self.n_terms
-        tail = int(restart[x])
+        tail = restart[x]
         while alt[tail] == CHAIN:  # lexemes after the match that are complete already: emitted with it
-            tail = int(restart[tail])
-        rows, acc, plain, produce, utf8 = trans.tolist(), accept.tolist(), self.trans, self.produce, _utf8_table()
-        dies = self.dies
+            tail = restart[tail]
+        plain, produce, utf8, dies = self.trans, self.produce_lists, self.utf8, self.dies
 
         def first_of(st: int) -> None:
             """What the lexeme pending in ``st`` can be emitted as first (its fallback, if it has one)."""
-            for t in np.flatnonzero(produce[origin[st]]).tolist():
+            for t in produce[origin[st]]:
                 out[t] = True
             if alt[st] >= 0:
                 out[acc[st]] = True
@@ -403,7 +411,7 @@ class _Builder:
         def emits(st: int, byte: int) -> bool:
             return acc[st] >= 0 and (st >= self.n or self.allowed[st][byte])
 
-        seen = {(int(origin[x]), tail, 0)}
+        seen = {(origin[x], tail, 0)}
         todo = list(seen)
         while todo:
             ql, st, u = todo.pop()
