@@ -131,63 +131,79 @@ class BackingUpLexer:
             return frozenset()
         if not reading.shadows:
             return self.produce[reading.state]
-        u = 0
-        for b in data:
-            u = UTF8[u][b]
-        out: set[int] = set()
-        start = (reading.state, frozenset(reading.shadows), u, -1)
-        seen, todo = {start}, [start]
-        while todo:
-            q, shadows, u, cand = todo.pop()
-            term = self._match(q, END)
-            if term >= 0 or cand >= 0:
-                out.add(term if term >= 0 else cand)  # the input ends: the shadows die, the lexeme is complete
-            for b in range(256):
-                after = UTF8[u][b]
-                if after < 0:
-                    continue
-                moved = {self.trans[s][b] for s in shadows}
-                if any(s >= 0 and self.accept[s] >= 0 for s in moved):
-                    continue  # a shadow is complete again: this reading is not Lark's
-                moved.discard(-1)
-                nxt = self.trans[q][b]
-                here = self._match(q, b)
-                if nxt < 0:
-                    match = here if here >= 0 else cand
-                    if match >= 0 and all(self._can_die(s, after) for s in moved):
-                        out.add(match)
-                    continue
-                cand2 = here if here >= 0 else cand
-                if not moved:
-                    out.update(self.produce[nxt])
-                    if cand2 >= 0:
-                        out.add(cand2)
-                    continue
-                key = (nxt, frozenset(moved), after, cand2)
-                if key not in seen:
-                    seen.add(key)
-                    todo.append(key)
-        return frozenset(out)
+        trans, accept = self.trans, self.accept
+        return frozenset(shadowed_first_terms(
+            data, reading.state, reading.shadows, trans, self._match, self.produce,
+            lambda s, b: trans[s][b] if trans[s][b] >= 0 else None, lambda s: accept[s] >= 0, self._can_die))
 
     def _can_die(self, state: int, u: int) -> bool:
         """Whether some valid continuation kills the lexeme in ``state`` before it is complete again."""
         key = (state, u)
         found = self._dies.get(key)
         if found is None:
-            found = False
-            seen, todo = {key}, [key]
-            while todo and not found:
-                q, v = todo.pop()
-                for b in range(256):
-                    w = UTF8[v][b]
-                    if w < 0:
-                        continue
-                    nxt = self.trans[q][b]
-                    if nxt < 0:
-                        found = True
-                        break
-                    if self.accept[nxt] < 0 and (nxt, w) not in seen:
-                        seen.add((nxt, w))
-                        todo.append((nxt, w))
-            self._dies[key] = found
+            found = self._dies[key] = can_die(self.trans, self.accept, state, u)
         return found
+
+
+def shadowed_first_terms(data: bytes, state: int, shadows, trans, match, produce, shadow_step, shadow_complete,
+                         shadow_dies) -> set[int]:
+    """The terminals the lexeme pending in ``state`` (after ``data``) can be emitted as, over the continuations that make
+    every shadow die before it is complete again: a search over the pending lexeme's DFA (``trans``, ``match(q, next
+    byte or END)``, ``produce``) and the shadows (``shadow_step(s, b)``, None once dead; ``shadow_complete(s)``;
+    ``shadow_dies(s, u)``: some continuation from UTF-8 position ``u`` kills it)."""
+    u = 0
+    for b in data:
+        u = UTF8[u][b]
+    out: set[int] = set()
+    start = (state, frozenset(shadows), u, -1)
+    seen, todo = {start}, [start]
+    while todo:
+        q, alive, u, cand = todo.pop()
+        term = match(q, END)
+        if term >= 0 or cand >= 0:
+            out.add(term if term >= 0 else cand)  # the input ends: the shadows die, the lexeme is complete
+        for b in range(256):
+            after = UTF8[u][b]
+            if after < 0:
+                continue
+            moved = {shadow_step(s, b) for s in alive}
+            if any(s is not None and shadow_complete(s) for s in moved):
+                continue  # a shadow is complete again: this reading is not Lark's
+            moved.discard(None)
+            nxt = trans[q][b]
+            here = match(q, b)
+            if nxt < 0:
+                match_here = here if here >= 0 else cand
+                if match_here >= 0 and all(shadow_dies(s, after) for s in moved):
+                    out.add(match_here)
+                continue
+            cand2 = here if here >= 0 else cand
+            if not moved:
+                out.update(produce[nxt])
+                if cand2 >= 0:
+                    out.add(cand2)
+                continue
+            key = (nxt, frozenset(moved), after, cand2)
+            if key not in seen:
+                seen.add(key)
+                todo.append(key)
+    return out
+
+
+def can_die(trans: list[list[int]], accept: list[int], state: int, u: int) -> bool:
+    """Whether some valid continuation (``u``: the UTF-8 position) kills the lexeme in ``state`` of the DFA
+    ``trans``/``accept`` before it is complete again."""
+    seen, todo = {(state, u)}, [(state, u)]
+    while todo:
+        q, v = todo.pop()
+        for b in range(256):
+            w = UTF8[v][b]
+            if w < 0:
+                continue
+            nxt = trans[q][b]
+            if nxt < 0:
+                return True
+            if accept[nxt] < 0 and (nxt, w) not in seen:
+                seen.add((nxt, w))
+                todo.append((nxt, w))
+    return False

@@ -13,13 +13,21 @@ next character, returns the lexeme whole (its lookahead may reach one byte past 
 empty or can still become (per its DFA's reachable winners) an ignored terminal or one the parser takes
 next. Token ``t`` is allowed after prefix ``w`` iff ``w + t`` is viable; EOS iff the pending lexeme is
 complete, the parser takes its terminal (if not ignored) and then the end of input.
+
+**Backing up** (grammars from Lark, ``grammar.backtrack``): each state's scanner is a Python ``re`` alternation, so
+a lexeme is the longest complete match in the DFA of the parser's state when it starts: where it runs on past a
+match and dies, the match is emitted and the rest lexed again in the DFA of the state the parser then reaches. A
+prefix then has several readings (``tests/backing_up.py`` says which), each with its own parser; the long lexeme of
+a reading that backs up later is a *shadow* in its own DFA, which must die before it is complete again.
 """
 
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 
 import numpy as np
+from backing_up import can_die, shadowed_first_terms
 from lark import Lark, Token
 from lark.exceptions import UnexpectedToken
 
@@ -88,6 +96,7 @@ class ContextualOracle:
         self.looks = Lookaheads(grammar)
         self._dfas: dict[frozenset[int], _ModeDFA] = {}
         self._fed: dict[tuple, object] = {}
+        self.backtrack = grammar.backtrack
 
     def _mode(self, ip) -> _ModeDFA:
         state = ip.parser_state
@@ -142,6 +151,8 @@ class ContextualOracle:
 
     def mask(self, prefix: bytes) -> np.ndarray:
         """Boolean mask over ``vocab.n_logits`` for the byte prefix (which must be viable)."""
+        if self.backtrack:
+            return self._backing_up_mask(prefix)
         ip = self.parser.parse_interactive("")
         config = self._run((self._mode(ip), 0, ip, b""), prefix)
         assert config is not None and self._viable_end(config, bool(prefix)), "prefix is not viable"
@@ -164,3 +175,117 @@ class ContextualOracle:
             if ip is None:
                 return False
         return "$END" in ip.accepts()
+
+    # ---- backing up (see the module docstring) --------------------------------------------------------------
+
+    def _match(self, dfa: _ModeDFA, q: int, lexeme: bytes, after: bytes) -> int:
+        """The terminal ``lexeme`` (in ``q`` of ``dfa``) is a match of before ``after`` (b"": the end), else -1."""
+        term = dfa.winner[q]
+        return term if term >= 0 and self.looks.ends_before(term, lexeme, after) else -1
+
+    def _backing_up_mask(self, prefix: bytes) -> np.ndarray:
+        backing = BackingUp(self._mode, lambda ip, term, _: self._feed(ip, term), self._match)
+        readings = backing.readings(self.parser.parse_interactive(""), prefix)
+        assert readings and (not prefix or any(self._viable(backing, prefix, r) for r in readings)), \
+            "prefix is not viable"
+        base = readings[0]  # its pending lexeme starts where the readings part
+        pending = prefix[base.start:]
+        allowed = np.zeros(self.vocab.n_logits, dtype=bool)
+        for tok, data in enumerate(self.vocab.tokens):
+            if data:
+                text = pending + data
+                allowed[tok] = any(self._viable(backing, text, r) for r in backing.readings(base.parse, text))
+        if any(self._reading_ends(prefix, r) for r in readings):
+            allowed[list(self.vocab.eos_ids)] = True
+        return allowed
+
+    def _viable(self, backing: BackingUp, data: bytes, reading: Reading) -> bool:
+        if reading.state == 0:
+            return True
+        return any(x in self.ignored or self._feed(reading.parse, x) is not None
+                   for x in backing.first_terms(data, reading))
+
+    def _reading_ends(self, data: bytes, reading: Reading) -> bool:
+        ip = reading.parse
+        if reading.state != 0:
+            term = self._match(reading.dfa, reading.state, data[reading.start:], b"")
+            if term < 0:
+                return False
+            ip = self._feed(ip, term)
+            if ip is None:
+                return False
+        return "$END" in ip.accepts()
+
+
+@dataclass(frozen=True)
+class Reading:
+    """One way a prefix lexes under the contextual lexer with backing up: the parser (and postlex) after its
+    completed lexemes, the pending lexeme's DFA, state and start, and the shadows as (DFA, state) pairs."""
+
+    parse: object
+    dfa: _ModeDFA
+    state: int
+    start: int
+    shadows: tuple = ()
+
+
+class BackingUp:
+    """The readings of a prefix as Lark's contextual lexer lexes it (each state's scanner backs up), for an oracle
+    that gives the mode of a parse (``mode``), feeds it a completed lexeme (``feed(parse, term, text)``, None if
+    rejected) and says which terminal a lexeme is a match of before the next text (``match(dfa, q, lexeme,
+    after)``, -1 if none)."""
+
+    def __init__(self, mode, feed, match):
+        self.mode, self.feed, self.match = mode, feed, match
+        self._dies: dict[tuple, bool] = {}
+
+    def readings(self, parse, data: bytes, at: int = 0, shadows: tuple = ()) -> list[Reading]:
+        """Every reading of ``data[at:]`` lexed from a lexeme boundary with ``parse`` ([] if none lexes)."""
+        dfa, q, i, k, last = self.mode(parse), 0, at, at, None
+        while k < len(data):
+            nxt = dfa.trans[q][data[k]]
+            if nxt < 0:
+                term = self.match(dfa, q, data[i:k], data[k:k + 1]) if k > i else -1
+                match = (term, k) if term >= 0 else last
+                if match is None:
+                    return []
+                parse = self.feed(parse, match[0], data[i:match[1]])
+                if parse is None:
+                    return []
+                dfa, q, i, k, last = self.mode(parse), 0, match[1], match[1], None
+                continue
+            if k > i:
+                term = self.match(dfa, q, data[i:k], data[k:k + 1])
+                if term >= 0:
+                    last = (term, k)
+            q, k = nxt, k + 1
+        out = [Reading(parse, dfa, q, i, shadows)]
+        if q != 0 and dfa.winner[q] < 0 and last is not None:
+            fed = self.feed(parse, last[0], data[i:last[1]])
+            if fed is not None:
+                out += self.readings(fed, data, last[1], shadows + ((dfa, q),))
+        return out
+
+    def first_terms(self, data: bytes, reading: Reading) -> set[int]:
+        """The terminals the pending lexeme can be emitted as, over the continuations that make every shadow die
+        before it is complete again (lookaheads past the lexeme are not checked here)."""
+        dfa = reading.dfa
+        if not reading.shadows:
+            return dfa.produce[reading.state]
+
+        def step(shadow, b):
+            d, s = shadow
+            nxt = d.trans[s][b]
+            return None if nxt < 0 else (d, nxt)
+
+        return shadowed_first_terms(data, reading.state, reading.shadows, dfa.trans, lambda q, _: dfa.winner[q],
+                                    dfa.produce, step, lambda shadow: shadow[0].winner[shadow[1]] >= 0,
+                                    lambda shadow, u: self._can_die(shadow[0], shadow[1], u))
+
+    def _can_die(self, dfa: _ModeDFA, state: int, u: int) -> bool:
+        """Whether some valid continuation kills the lexeme in ``state`` of ``dfa`` before it is complete again."""
+        key = (id(dfa), state, u)
+        found = self._dies.get(key)
+        if found is None:
+            found = self._dies[key] = can_die(dfa.trans, dfa.winner, state, u)
+        return found

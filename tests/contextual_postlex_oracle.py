@@ -25,7 +25,7 @@ the common use.
 from __future__ import annotations
 
 import numpy as np
-from contextual_oracle import Lookaheads, _ModeDFA
+from contextual_oracle import BackingUp, Lookaheads, Reading, _ModeDFA
 from lark import Lark, Token
 from lark.exceptions import LarkError, UnexpectedToken
 from lark.indenter import Indenter
@@ -192,6 +192,8 @@ class ContextualPostlexOracle:
 
     def mask(self, prefix: bytes) -> np.ndarray:
         """Boolean mask over ``vocab.n_logits`` for the byte prefix (which must be viable)."""
+        if self.grammar.backtrack:
+            return self._backing_up_mask(prefix)
         config = self._start(prefix)
         allowed = np.zeros(self.vocab.n_logits, dtype=bool)
         configs = [config]  # configs[k]: after the first k bytes of the previous token (None: rejected)
@@ -220,3 +222,28 @@ class ContextualPostlexOracle:
             if parse is None:
                 return False
         return self._ends(parse)
+
+    # ---- backing up -----------------------------------------------------------------------------------------------
+
+    def _match(self, dfa: _ModeDFA, q: int, lexeme: bytes, after: bytes) -> int:
+        term = dfa.winner[q]
+        return term if term >= 0 and self.looks.ends_before(term, lexeme, after) else -1
+
+    def _backing_up_mask(self, prefix: bytes) -> np.ndarray:
+        backing = BackingUp(self._mode, self._feed, self._match)
+        readings = backing.readings(_Parse(self.parser.parse_interactive(""), self.start_post.copy()), prefix)
+        assert any(self._reading_viable(backing, prefix, r) for r in readings), "prefix is not viable"
+        base = readings[0]  # its pending lexeme starts where the readings part
+        pending = prefix[base.start:]
+        allowed = np.zeros(self.vocab.n_logits, dtype=bool)
+        for data, tok in self.tokens:
+            text = pending + data
+            allowed[tok] = any(self._reading_viable(backing, text, r) for r in backing.readings(base.parse, text))
+        if any(self._eos_ok((r.dfa, r.state, prefix[r.start:], r.parse)) for r in readings):
+            allowed[list(self.vocab.eos_ids)] = True
+        return allowed
+
+    def _reading_viable(self, backing: BackingUp, data: bytes, reading: Reading) -> bool:
+        if not reading.shadows:
+            return self._viable_end((reading.dfa, reading.state, b"", reading.parse))
+        return self._pending_ok(backing.first_terms(data, reading), reading.parse)

@@ -26,6 +26,7 @@ import numpy as np
 
 from grammask.errors import GrammarError
 from grammask.spanner import (
+    CHAIN,
     NO_BREAK_YET,
     NO_NEWLINE,
     NewlineWidths,
@@ -47,6 +48,7 @@ _MAX_PENDING = 1 << 20
 MAX_ALIASES = 1 << 16
 _MAX_OPTIONS = 63  # modes a terminal's next lexeme may start in: one bit each in an alias's int64 set
 _MAX_DEPTH = 4096  # splits open at once: at most one per byte of a token
+_FALLS = np.int64(1) << 40  # a mode's kind where it enters fallback state q: _FALLS + q (its own group)
 
 
 class Superpositions:
@@ -98,7 +100,7 @@ def walk_contextual(
     trie: VocabTrie, trans: np.ndarray, accept: np.ndarray, restart: np.ndarray, ignored: np.ndarray,
     parser_term: np.ndarray, branch_ptr: np.ndarray, branch_start: np.ndarray, start: int, seqs: SequenceTable,
     sup: Superpositions, work: TrieWalk, may: tuple[np.ndarray, np.ndarray], newline: NewlineWidths | None = None,
-    bans: tuple[np.ndarray, np.ndarray] | None = None,
+    bans: tuple[np.ndarray, np.ndarray] | None = None, alt: np.ndarray | None = None,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Lex every token from lexer state ``start`` of a contextual lexer: ``(entries, seq, end)`` as
     :func:`~grammask.spanner.walk_alive` reports them, an entry possibly several times (once per lexer state
@@ -113,12 +115,17 @@ def walk_contextual(
     With ``newline`` (the indenter's), that terminal is written as a context id carrying its last line's width and,
     where the modes after it part, the alias of those whose reading the token follows (see
     :mod:`grammask.indentation`). ``bans`` are the lexer's ``(ban_row, ban)`` (lexemes that may not end before
-    some bytes), None if it has none. Raises :class:`~grammask.errors.GrammarError` when a table outgrows its bound
+    some bytes), None if it has none. ``alt`` (Lark's fallbacks, ``LexerAutomaton.alt``; None: none): a token that
+    leaves a fallback pending is reported twice, the second time as the reading where its long lexeme dies right
+    after it (see :func:`~grammask.spanner.walk_alive`); fallback states are never superposed (a mode entering one
+    is split off). Raises :class:`~grammask.errors.GrammarError` when a table outgrows its bound
     (a grammar with very many modes)."""
     newline = newline or NO_NEWLINE
     ctx_base = newline.base if newline.terminal >= 0 else np.iinfo(np.int64).max
     ctx = np.array([newline.terminal, len(ignored), ctx_base, newline.stride], dtype=np.int64)
     ban_row, ban = bans or (np.full(trans.shape[0], -1, dtype=np.int32), np.zeros((1, 257), dtype=np.bool_))
+    if alt is None:
+        alt = np.full(trans.shape[0], -1, dtype=np.int32)
     room = len(trie.token_ids) + 1
     while True:
         seqs.ensure_room(room)
@@ -126,7 +133,7 @@ def walk_contextual(
             trie.node_byte, trie.node_parent, trie.node_end, trie.node_tok_ptr, trans, accept, restart, ignored,
             parser_term, branch_ptr, branch_start, np.int32(start), seqs.slots, seqs.parent, seqs.last,
             seqs.count, np.int64(seqs.n_terms), work.state, work.seq, *work.out, *work.cache(), sup.frames,
-            *sup.arrays(), ctx, newline.byte_width, work.width, ban_row, ban, may,
+            *sup.arrays(), ctx, newline.byte_width, work.width, ban_row, ban, may, alt,
         )
         if status == _DONE:
             return entries, seq, end
@@ -297,6 +304,28 @@ def _banned(s, b, ban_row, ban):
     return ban_row[s] >= 0 and ban[ban_row[s], b]
 
 
+@nb.njit(cache=True)
+def _fallen(state, seq, width, accept, restart, alt, parser_term, ctx, slots, parent, last, count, n_terms, capacity,
+            may, a_term, a_mask, base):
+    """The sequence emitted, after ``seq``, where fallback ``state``'s long lexeme dies (its earlier match, then the
+    lexemes its chain completed; their restarts never branch): -1 when a table must grow first, :data:`_NO_PARSE`
+    where no parser state or Lark's indenter takes it."""
+    while True:
+        term = accept[state]
+        if term == ctx[0] and width == NO_BREAK_YET:
+            return np.int64(_NO_PARSE)
+        pt = _item(_ended(term, width, ctx), parser_term, ctx)
+        width = NO_BREAK_YET
+        if pt >= 0:
+            seq = _append(seq, pt, slots, parent, last, count, n_terms, capacity, may, a_term, a_mask, base, ctx,
+                          parser_term)
+            if seq < 0:
+                return seq
+        state = restart[state]
+        if alt[state] != CHAIN:
+            return seq
+
+
 @nb.njit(cache=True, inline="always")
 def _open_branch(term, b, comps, trans, branch_ptr, branch_start):
     """Superpose the modes the lexeme after ``term`` may start in, each after byte ``b`` (-1: dead)."""
@@ -337,7 +366,7 @@ def _walk(node_byte, node_parent, node_end, node_tok_ptr, trans, accept, restart
           branch_ptr, branch_start, start, slots, parent, last, count, n_terms, node_state, node_seq, entries,
           seq_out, end_out, cache_keys, cache_span, arena_entries, arena_seq, arena_end, used, frames,
           p_term, p_comp, p_slots, a_term, a_mask, a_slots, counts, base, ctx, byte_width, node_width, ban_row, ban,
-          may):
+          may, alt):
     capacity = min(len(parent), len(slots) // 2)
     out_capacity = len(entries)
     cache_mask = len(cache_keys) - 1
@@ -377,32 +406,37 @@ def _walk(node_byte, node_parent, node_end, node_tok_ptr, trans, accept, restart
         boundary = False  # whether a lexeme ends before this byte (on this node's option)
         if state >= 0:
             nxt = trans[state, b]
-            if nxt < 0:
-                term = accept[state]
+            dead = False
+            came = state
+            width_ended = width_before
+            while nxt < 0:  # emit; a fallback's restart may emit in turn (a chain), until a state takes the byte
+                term = accept[came]
                 boundary = True
-                if term < 0 or _banned(state, b, ban_row, ban) or (term == ctx[0] and width_before == NO_BREAK_YET):
-                    n = node_end[n]
-                    continue
-                ended = _ended(term, width_before, ctx)
-                again = restart[state]
-                if again >= 0:
-                    nxt = trans[again, b]
-                    if nxt < 0:
-                        n = node_end[n]
-                        continue
-                    pt = _item(ended, parser_term, ctx)
-                    if pt >= 0:
-                        seq = _append(seq, pt, slots, parent, last, count, n_terms, capacity, may, a_term, a_mask,
-                                      base, ctx, parser_term)
-                        if seq == _NO_PARSE:
-                            n = node_end[n]
-                            continue
-                        if seq < 0:
-                            return entries, seq_out, end_out, _FULL
-                else:
+                if term < 0 or _banned(came, b, ban_row, ban) or (term == ctx[0] and width_ended == NO_BREAK_YET):
+                    dead = True
+                    break
+                ended = _ended(term, width_ended, ctx)
+                width_ended = NO_BREAK_YET
+                again = restart[came]
+                if again < 0:
                     _open_branch(term, b, comps, trans, branch_ptr, branch_start)
                     nxt, seq = _settle(ended, comps, seq, slots, parent, last, count, n_terms, capacity, p_term,
                                        p_comp, p_slots, a_term, a_mask, a_slots, counts, base, ctx, may, parser_term)
+                    break
+                pt = _item(ended, parser_term, ctx)
+                if pt >= 0:
+                    seq = _append(seq, pt, slots, parent, last, count, n_terms, capacity, may, a_term, a_mask,
+                                  base, ctx, parser_term)
+                    if seq == _NO_PARSE:
+                        dead = True
+                        break
+                    if seq < 0:
+                        return entries, seq_out, end_out, _FULL
+                came = again
+                nxt = trans[again, b]
+            if dead:
+                n = node_end[n]
+                continue
         else:
             p = -1 - state
             t = p_term[p]
@@ -413,6 +447,8 @@ def _walk(node_byte, node_parent, node_end, node_tok_ptr, trans, accept, restart
                 s = p_comp[p, k]
                 if s < 0:
                     kinds[k] = -2
+                elif trans[s, b] >= 0 and alt[trans[s, b]] >= 0:
+                    kinds[k] = _FALLS + trans[s, b]
                 elif trans[s, b] >= 0:
                     kinds[k] = -1
                     go_on = True
@@ -455,6 +491,10 @@ def _walk(node_byte, node_parent, node_end, node_tok_ptr, trans, accept, restart
                         comps[k] = trans[p_comp[p, k], b]
                 nxt, seq = _settle(t, comps, seq, slots, parent, last, count, n_terms, capacity, p_term, p_comp,
                                    p_slots, a_term, a_mask, a_slots, counts, base, ctx, may, parser_term)
+            elif group >= _FALLS:  # these modes enter a fallback state: resolved here
+                nxt = group - _FALLS
+                seq = _with_alias(t, _members(kinds, group), seq, slots, parent, last, count, n_terms, capacity, a_term,
+                                  a_mask, a_slots, counts, base, ctx, may, parser_term)
             elif ignored[group]:
                 boundary = True
                 for k in range(width):  # an ignored lexeme keeps each mode
@@ -527,6 +567,16 @@ def _walk(node_byte, node_parent, node_end, node_tok_ptr, trans, accept, restart
                 if n_out + n_tok > out_capacity:
                     return entries, seq_out, end_out, _OUT_FULL
                 n_out = report(node_tok_ptr[n], node_tok_ptr[n + 1], seq, nxt, n_out, entries, seq_out, end_out)
+                if alt[nxt] >= 0:  # a fallback pending: also the reading where its long lexeme dies right here
+                    fell = _fallen(nxt, seq, width_here, accept, restart, alt, parser_term, ctx, slots, parent, last,
+                                   count, n_terms, capacity, may, a_term, a_mask, base)
+                    if fell == -1:
+                        return entries, seq_out, end_out, _FULL
+                    if fell >= 0:
+                        if n_out + n_tok > out_capacity:
+                            return entries, seq_out, end_out, _OUT_FULL
+                        n_out = report(node_tok_ptr[n], node_tok_ptr[n + 1], fell, alt[nxt], n_out, entries, seq_out,
+                                       end_out)
             else:  # superposed modes: one report per lexer state they are in
                 p = -1 - nxt
                 t = p_term[p]

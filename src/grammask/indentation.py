@@ -271,9 +271,10 @@ class IndentRuntime:
         else:
             pt = self._parser_term[term]
             items = [pt] if pt >= 0 else []
-        again = int(self._lexer.restarts[lexstate])
-        if self._lexer.alt is None or again == 0:
+        alt = self._lexer.alt
+        if alt is None or alt[lexstate] == -1:
             return items
+        again = int(self._lexer.restarts[lexstate])
         rest = self.finish(again, NO_BREAK)  # a fallback: the text after the match lexes on to the end
         return None if rest is None else items + rest
 

@@ -53,7 +53,7 @@ if TYPE_CHECKING:
     from grammask.errors import Deadline
     from grammask.vocab import Vocabulary
 
-FORMAT_VERSION = 8
+FORMAT_VERSION = 9
 
 _GROWING = ("pair_mask", "pair_marks", "masks", "marks_ptr", "marks", "state_class", "state_lcp", "state_dep",
             "dep_word_ptr", "dep_words", "dep_bits", "class_seq_ptr", "class_seq_terms", "class_follow")
@@ -202,7 +202,11 @@ def build_front(grammar: Grammar, deadline: Deadline | None = None) -> Front:
         if made is not None:
             lexer, state_modes = made
     if grammar.backtrack and grammar.semicolons is None and lexer.counter is None:
-        lexer = _with_fallbacks(grammar, lexer)
+        plain = lexer.n_states
+        lexer, origin = _with_fallbacks(grammar, lexer)
+        if state_modes is not None and origin is not None:  # a fallback state is in its long lexeme's modes
+            state_modes = np.vstack([state_modes, np.where((origin[plain:] >= 0)[:, None],
+                                                           state_modes[np.maximum(origin[plain:], 0)], False)])
     indent = None
     if grammar.indentation is not None:
         indent = IndentSpec.build(grammar.indentation, lexer, names, MAX_ALIASES if lexer.contextual else 0)
@@ -210,31 +214,30 @@ def build_front(grammar: Grammar, deadline: Deadline | None = None) -> Front:
     return Front(lexer, tables, mapping, indent, state_modes)
 
 
-def _with_fallbacks(grammar: Grammar, lexer: LexerAutomaton) -> LexerAutomaton:
+def _with_fallbacks(grammar: Grammar, lexer: LexerAutomaton) -> tuple[LexerAutomaton, np.ndarray | None]:
     """``lexer`` with Lark's fallbacks (:func:`~grammask.automata.lexer.with_fallbacks`) where they can be built
-    exactly, with a warning naming the places where grammask's lexer still does not back up as Lark's does."""
-    if lexer.contextual:
-        _, made, _ = with_fallbacks(build_lexer(dataclasses.replace(grammar, lexer="basic")))
-        if made is not None:
-            _warn_no_fallback(grammar, made.fallback_terminals, lexer, "under the contextual lexer (pass lexer='basic')")
-        return lexer
+    exactly, with a warning naming the places where grammask's lexer still does not back up as Lark's does; and
+    each state's origin (``Fallbacks.origin``; None where the lexer is unchanged)."""
     backed, made, limit = with_fallbacks(lexer)
     if limit is not None:
         warnings.warn(f"grammar '{grammar.name}': grammask's lexer does not back up to an earlier match where Lark's "
                       f"does: {limit}", stacklevel=4)
-        return lexer
+        return lexer, None
     if made is None:
-        return lexer
+        return lexer, None
     rules = grammar.indentation
-    if rules is not None:
+    if rules is not None and made.added:
         widths = byte_widths(rules.tab_len, rules.line_breaks)
         measured = sorted(t for t, window in made.windows.items() if (widths[sorted(window)] != 0).any())
         if measured:
             _warn_no_fallback(grammar, measured, lexer, "where the text read past the match counts for the indentation")
-            return lexer
+            return lexer, None
     if made.cut:
         _warn_no_fallback(grammar, sorted(made.cut), lexer, f"after more than {MAX_DEPTH} lexemes read past the match")
-    return backed
+    if made.parted:
+        _warn_no_fallback(grammar, sorted(made.parted), lexer, "where the contextual lexer's next mode decides how the "
+                          "text after it lexes (pass lexer='basic')")
+    return backed, made.origin if made.added else None
 
 
 def _warn_no_fallback(grammar: Grammar, terminals, lexer: LexerAutomaton, where: str) -> None:
@@ -367,6 +370,8 @@ class _StateBuilder:
         self.no_row = np.zeros(self.n_words, dtype=np.int32)
         self.queued = np.zeros(lexer.n_states, dtype=bool)
         self.queued[0] = True
+        if lexer.alt is not None:  # a fallback's reading state only lends its follow set: the lexer never rests there
+            self.queued[lexer.alt[lexer.alt >= 0]] = True
         self.queue = [0]
         self.mask_ids: dict[bytes, int] = {}
         self.refined = _Refined(tables.n_states)
@@ -439,7 +444,7 @@ class _StateBuilder:
             else:
                 entries, seq, ends = walk_contextual(trie, lexer.trans, lexer.accept, lexer.restart, lexer.ignored,
                                                      parser_term, lexer.branch_ptr, lexer.branch_start, q, self.seqs,
-                                                     self.sup, work, self.may, self.newline, self.bans)
+                                                     self.sup, work, self.may, self.newline, self.bans, lexer.alt)
         if len(self.slots) < len(self.seqs) * self.n_follow:
             self.slots = np.full(2 * len(self.seqs) * self.n_follow, -1, dtype=np.int32)
         walk, fresh = group_walk(trie.token_ids[entries], trie.entry_first[entries], seq, ends, self.state_follow,

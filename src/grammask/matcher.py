@@ -503,7 +503,7 @@ class Matcher(TokenSteps):
         feed = self._runner.feed
         for b in data:
             nxt = trans[lexstate][b]
-            if nxt < 0:
+            while nxt < 0:  # emit; a fallback's restart may emit in turn (LexerAutomaton.alt)
                 term = accept[lexstate]
                 if term < 0 or (bans is not None and b in bans[lexstate]):
                     return None
@@ -516,9 +516,8 @@ class Matcher(TokenSteps):
                     again = lexer.branch_options[term].get(int(lexer.lr_mode[stack[0]]), -1)
                     if again < 0:
                         return None
+                lexstate = again
                 nxt = trans[again][b]
-                if nxt < 0:
-                    return None
             lexstate = nxt
         return lexstate, stack
 

@@ -44,6 +44,10 @@ END = 256
 CHAIN = -2
 """``alt`` of a chain state."""
 
+BRANCH = -2
+"""``restart`` of a contextual lexer's state whose next mode the parser picks (as
+:data:`grammask.automata.lexer.BRANCH`)."""
+
 
 @dataclass(frozen=True)
 class Fallbacks:
@@ -68,6 +72,12 @@ class Fallbacks:
     first_after: np.ndarray
     windows: dict[int, frozenset[int]]
     cut: frozenset[int] = frozenset()
+    parted: frozenset[int] = frozenset()
+
+    @property
+    def added(self) -> bool:
+        """Whether any fallback state was added."""
+        return len(self.origin) > self.n_plain
 
     @property
     def fallback_terminals(self) -> tuple[int, ...]:
@@ -109,14 +119,20 @@ def ends_allowed(trans: np.ndarray, accept: np.ndarray, trailing: tuple[tuple[in
 
 
 def add_fallbacks(trans: np.ndarray, accept: np.ndarray, restart: np.ndarray, allowed: np.ndarray,
-                  produce: np.ndarray) -> Fallbacks | None:
+                  produce: np.ndarray, branches: list[list[int]] | None = None) -> Fallbacks | None:
     """The lexer DFA ``trans``/``accept`` (every next lexeme starting in ``restart[q]``, a state with an empty
     lexeme; ``allowed`` from :func:`ends_allowed`; ``produce`` its Prod rows) with Lark's fallbacks as states; None where no text can take a
     fallback (the automaton stays as it is).
 
+    A contextual lexer's ``restart[q]`` may be :data:`BRANCH` (the parser picks the next mode): ``branches[t]`` lists
+    the states the lexeme after terminal ``t`` may then start in. Where a fallback's earlier match (or a lexeme of its
+    chain) is such a terminal, the text after it is lexed from each of them: if every one reaches the same state
+    (the modes lex the rest alike), that state is the restart, else the fallback is not kept there and its terminal
+    is named in ``cut``.
+
     Raises :class:`FallbackLimit` where the fallbacks need more than :data:`MAX_NEW_STATES` states.
     """
-    built = _Builder(trans, accept, restart, allowed, produce)
+    built = _Builder(trans, accept, restart, allowed, produce, branches or [])
     built.run()
     return built.result()
 
@@ -138,9 +154,10 @@ def _utf8_table() -> list[list[int]]:
     return table
 
 
-def can_die(trans: np.ndarray, accept: np.ndarray) -> list[bool]:
+def can_die(trans: np.ndarray, accept: np.ndarray, starts: frozenset[int] = frozenset({0})) -> list[bool]:
     """Per state, whether some text continuing the lexeme in it (valid UTF-8) makes it die before it is complete
-    again: at a byte no terminal continues it with, through non-accepting states only."""
+    again: at a byte no terminal continues it with, through non-accepting states only (lexemes begin in
+    ``starts``)."""
     n = len(accept)
     rows, acc = trans.tolist(), accept.tolist()
     utf8 = _utf8_table()
@@ -148,9 +165,9 @@ def can_die(trans: np.ndarray, accept: np.ndarray) -> list[bool]:
     def fits(need: int, byte: int) -> int:
         return utf8[need][byte]
 
-    # the UTF-8 positions each state is met at, from the empty lexeme
-    seen = {(0, 0)}
-    todo = [(0, 0)]
+    # the UTF-8 positions each state is met at, from the empty lexemes
+    seen = {(q, 0) for q in starts}
+    todo = list(seen)
     while todo:
         q, need = todo.pop()
         for byte, nxt in enumerate(rows[q]):
@@ -180,14 +197,15 @@ def can_die(trans: np.ndarray, accept: np.ndarray) -> list[bool]:
 
 class _Builder:
     def __init__(self, trans: np.ndarray, accept: np.ndarray, restart: np.ndarray, allowed: np.ndarray,
-                 produce: np.ndarray):
+                 produce: np.ndarray, branches: list[list[int]]):
         self.n = len(accept)
         self.produce = produce
         self.n_terms = produce.shape[1]
         self.trans = trans.tolist()
         self.plain_accept = accept.tolist()
-        self.dies = can_die(trans, accept)
-        self.starts = set(restart.tolist())
+        self.branches = branches
+        self.starts = {0, *(r for r in restart.tolist() if r >= 0), *(q for options in branches for q in options)}
+        self.dies = can_die(trans, accept, frozenset(self.starts))
         self.allowed = allowed.tolist()
         # per state: (origin, fallback terminal, restart); plain states are their own origin
         self.keys: list[tuple[int, int, int]] = [(q, a, r) for q, (a, r) in enumerate(zip(accept.tolist(),
@@ -196,6 +214,10 @@ class _Builder:
         self.rows: list[list[int] | None] = [None] * self.n
         self.depth = [0] * self.n
         self.cut: set[int] = set()
+        self.parted: set[int] = set()
+        self.produce_lists = [np.flatnonzero(row).tolist() for row in produce]
+        self.utf8 = _utf8_table()
+        self._dead: dict[int, list[int]] = {}
 
     def state(self, origin: int, term: int, again: int) -> int:
         """The state growing ``origin``'s lexeme (-1: a chain state) that emits ``term`` and restarts in ``again``
@@ -241,7 +263,7 @@ class _Builder:
                 fallback = term >= 0 and self.allowed[s][byte]
             else:
                 fallback = True
-            tail = self.step(again, byte) if fallback else -1
+            tail = self.resume(term, again, byte) if fallback else -1
             made = -1 if tail < 0 else self.state(nxt, term, tail)
             out.append(nxt if made < 0 else made)
         return out
@@ -254,8 +276,19 @@ class _Builder:
         _, term, again = self.keys[s]
         if term < 0 or s in self.starts or not self.ends(s, byte):
             return -1
-        tail = self.step(again, byte)
+        tail = self.resume(term, again, byte)
         return -1 if tail < 0 else self.state(-1, term, tail)
+
+    def resume(self, term: int, again: int, byte: int) -> int:
+        """The state after ``byte`` read where the lexeme after ``term`` starts in ``again`` (-1: rejected); at a
+        branch the one every mode reaches, else -1 with ``term`` cut."""
+        if again != BRANCH:
+            return self.step(again, byte)
+        tails = {self.step(start, byte) for start in self.branches[term]}
+        if len(tails) == 1:
+            return tails.pop()
+        self.parted.add(term)
+        return -1
 
     def survives(self, s: int, byte: int) -> bool:
         """Whether ``byte`` read in ``s`` is lexed on (what it ends emitted), without making chain states."""
@@ -263,6 +296,8 @@ class _Builder:
             _, term, again = self.keys[s]
             if term < 0 or s in self.starts or not self.ends(s, byte):
                 return False
+            if again == BRANCH:
+                return any(self.row(start)[byte] >= 0 for start in self.branches[term])
             s = again
         return True
 
@@ -272,8 +307,17 @@ class _Builder:
             _, term, again = self.keys[s]
             if term < 0 or not self.ends(s, END):
                 return False
+            if again == BRANCH:
+                return True
             s = again
         return True
+
+    def dead_bytes(self, q: int) -> list[int]:
+        """The bytes no transition of plain state ``q`` takes."""
+        found = self._dead.get(q)
+        if found is None:
+            found = self._dead[q] = [byte for byte, nxt in enumerate(self.trans[q]) if nxt < 0]
+        return found
 
     def run(self) -> None:
         s = 0
@@ -288,8 +332,7 @@ class _Builder:
         for s in range(n, len(keys)):
             origin, _, again = keys[s]
             if fallback[s]:
-                usable[s] = self.finish(s) or any(
-                    nxt < 0 and self.survives(again, byte) for byte, nxt in enumerate(self.trans[origin]))
+                usable[s] = self.finish(s) or any(self.survives(again, byte) for byte in self.dead_bytes(origin))
         changed = True
         while changed:
             changed = False
@@ -311,8 +354,8 @@ class _Builder:
                 if t not in number:
                     number[t] = len(order)
                     order.append(t)
-        if len(order) == n:
-            return None  # (a cut without any kept fallback keeps the plain rule everywhere; build_lexer warns)
+        if len(order) == n and not self.cut and not self.parted:
+            return None
         size = len(order)
         trans = np.full((size, 256), -1, dtype=np.int32)
         accept = np.empty(size, dtype=np.int32)
@@ -337,31 +380,30 @@ class _Builder:
         alt = np.full(size + len(fallbacks), -1, dtype=np.int32)
         alt[n:size][origin[n:] < 0] = CHAIN
         alt[fallbacks] = np.arange(size, size + len(fallbacks), dtype=np.int32)
-        first_after = np.array([self._first_after(q, trans, accept, restart, origin, alt) for q in fallbacks],
-                               dtype=bool).reshape(len(fallbacks), self.n_terms)
+        lists = (trans.tolist(), accept.tolist(), restart.tolist(), origin.tolist(), alt.tolist())
+        first_after = np.array([self._first_after(q, *lists) for q in fallbacks], dtype=bool).reshape(len(fallbacks), self.n_terms)
         pad = len(fallbacks)
         return Fallbacks(
             n, np.vstack([trans, np.full((pad, 256), -1, dtype=np.int32)]),
             np.concatenate([accept, np.full(pad, -1, dtype=np.int32)]),
             np.concatenate([restart, np.zeros(pad, dtype=np.int32)]),
             np.concatenate([origin, np.full(pad, -2, dtype=np.int32)]), alt, first_after,
-            {t: frozenset(b) for t, b in windows.items()}, frozenset(self.cut))
+            {t: frozenset(b) for t, b in windows.items()}, frozenset(self.cut), frozenset(self.parted))
 
-    def _first_after(self, x: int, trans: np.ndarray, accept: np.ndarray, restart: np.ndarray, origin: np.ndarray,
-                     alt: np.ndarray) -> list[bool]:
+    def _first_after(self, x: int, rows: list[list[int]], acc: list[int], restart: list[int], origin: list[int],
+                     alt: list[int]) -> list[bool]:
         """The terminals the lexeme pending after fallback state ``x``'s earlier match (and its chain, emitted with
         it) can be emitted as first, over the continuations that make the long lexeme die before it is complete
         again (a bool row over terminals)."""
         out = [False] * self.n_terms
-        tail = int(restart[x])
+        tail = restart[x]
         while alt[tail] == CHAIN:  # lexemes after the match that are complete already: emitted with it
-            tail = int(restart[tail])
-        rows, acc, plain, produce, utf8 = trans.tolist(), accept.tolist(), self.trans, self.produce, _utf8_table()
-        dies = self.dies
+            tail = restart[tail]
+        plain, produce, utf8, dies = self.trans, self.produce_lists, self.utf8, self.dies
 
         def first_of(st: int) -> None:
             """What the lexeme pending in ``st`` can be emitted as first (its fallback, if it has one)."""
-            for t in np.flatnonzero(produce[origin[st]]).tolist():
+            for t in produce[origin[st]]:
                 out[t] = True
             if alt[st] >= 0:
                 out[acc[st]] = True
@@ -369,7 +411,7 @@ class _Builder:
         def emits(st: int, byte: int) -> bool:
             return acc[st] >= 0 and (st >= self.n or self.allowed[st][byte])
 
-        seen = {(int(origin[x]), tail, 0)}
+        seen = {(origin[x], tail, 0)}
         todo = list(seen)
         while todo:
             ql, st, u = todo.pop()

@@ -238,7 +238,7 @@ class LexerAutomaton:
             return None
         if self.end_terminal >= 0 and self.restarts[state] != 0:
             return [term, self.end_terminal]
-        if self.alt is not None and self.restarts[state] != 0:  # a fallback: the text after the match lexes on
+        if self.alt is not None and self.alt[state] != -1:  # a fallback or chain: the text after the match lexes on
             rest = self.finish(int(self.restarts[state]))
             return None if rest is None else [term, *rest]
         return [term]
@@ -302,23 +302,31 @@ def build_lexer(grammar: Grammar, deadline: Deadline | None = None) -> LexerAuto
 
 def with_fallbacks(lexer: LexerAutomaton) -> tuple[LexerAutomaton, Fallbacks | None, str | None]:
     """``lexer`` with Lark's fallbacks (:mod:`grammask.automata.fallback`): the lexer (itself where no text can take
-    a fallback), the fallbacks added (None) and why they were not added where they would be needed (None).
+    a fallback), the fallbacks found (None where there are none) and why they were not added where they would be
+    needed (None).
 
-    For a lexer of one mode without counted terminals (the basic lexer, or a contextual one that lexes alike)."""
+    For a lexer without counted terminals or semicolon insertion: the basic lexer, or a contextual one (its modes'
+    bans are the places a lexeme may not end, and each mode backs up as Lark's scanner of that state does)."""
+    if lexer.ban is None:
+        allowed = ends_allowed(lexer.trans, lexer.accept, lexer.trailing)
+    else:
+        allowed = np.vstack([~lexer.ban, np.ones((1, 257), dtype=bool)])[lexer.ban_row]
+    branches = [list(options.values()) for options in lexer.branch_options]
     try:
-        made = add_fallbacks(lexer.trans, lexer.accept, lexer.restarts,
-                             ends_allowed(lexer.trans, lexer.accept, lexer.trailing), lexer.produce)
+        made = add_fallbacks(lexer.trans, lexer.accept, lexer.restarts, allowed, lexer.produce, branches)
     except FallbackLimit as e:
         return lexer, None, str(e)
-    if made is None:
-        return lexer, None, None
+    if made is None or not made.added:
+        return lexer, made, None
     real = made.origin >= 0
     produce = np.zeros((len(made.origin), len(lexer.terminals)), dtype=bool)
     produce[real] = lexer.produce[made.origin[real]]
     produce[made.alt[made.alt >= 0]] = made.first_after
+    extra = len(made.origin) - lexer.n_states
+    ban_row = None if lexer.ban_row is None else np.concatenate([lexer.ban_row, np.full(extra, -1, dtype=np.int32)])
     return dataclasses.replace(
         lexer, trans=made.trans, accept=made.accept, produce=produce, restart=made.restart, alt=made.alt,
-        matches=None, rank=None), made, None
+        ban_row=ban_row, matches=None, rank=None), made, None
 
 
 def _match_rows(dfa: ByteDFA, n_terminals: int) -> np.ndarray:
