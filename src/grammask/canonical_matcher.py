@@ -386,8 +386,13 @@ class ForcedTextCheck:
 
     def _group_sizes(self, q: int) -> np.ndarray:
         """Per token id: how many tokens its group in :meth:`_tokens_by_end` holds (0 for tokens not read from ``q``)."""
-        self._tokens_by_end(q)
-        return self._sizes[q]
+        found = self._sizes.get(q)
+        if found is None:
+            ids, key, _ = self._walk(q)
+            _, inverse, counts = np.unique(key, return_inverse=True, return_counts=True)
+            found = self._sizes[q] = np.zeros(self._n_tokens, dtype=np.int32)
+            found[ids] = counts[inverse.ravel()]
+        return found
 
     def _tokens_by_end(self, q: int) -> list[tuple[int, tuple[int, ...], list[int]]]:
         """The tokens the lexer reads from ``q``, grouped by the parser terminals they complete and the lexer state
@@ -395,24 +400,24 @@ class ForcedTextCheck:
         them, tokens ascending."""
         found = self._by_end.get(q)
         if found is None:
-            lexer, trie = self._engine.lexer, self._engine.trie
-            seqs = SequenceTable(max(1, len(lexer.terminals)))
-            entries, seq, end = walk_alive(trie, lexer.trans, lexer.accept, self._engine.parser_term, q, seqs,
-                                           restart=lexer.restart)
-            ids = trie.token_ids[entries]
-            key = seq.astype(np.int64) * lexer.n_states + end
+            ids, key, seqs = self._walk(q)
+            n_states = self._engine.lexer.n_states
             keys, first, inverse, counts = np.unique(key, return_index=True, return_inverse=True, return_counts=True)
-            by_key = np.lexsort((ids, inverse))
-            bounds = np.cumsum(counts)[:-1].tolist()
-            members = np.split(ids[by_key], bounds)
+            members = np.split(ids[np.lexsort((ids, inverse.ravel()))], np.cumsum(counts)[:-1])
             found = self._by_end[q] = [
-                (int(keys[g] % lexer.n_states), seqs.sequence(int(keys[g] // lexer.n_states)), members[g].tolist())
+                (int(keys[g] % n_states), seqs.sequence(int(keys[g] // n_states)), members[g].tolist())
                 for g in np.argsort(first, kind="stable").tolist()
             ]
-            sizes = np.zeros(self._n_tokens, dtype=np.int64)
-            sizes[ids] = counts[inverse.ravel()]
-            self._sizes[q] = sizes
         return found
+
+    def _walk(self, q: int) -> tuple[np.ndarray, np.ndarray, SequenceTable]:
+        """The token ids the lexer reads from ``q``, in the walk's order, each one's group key (terminals completed
+        times lexer states, plus the lexer state after it), and the table the terminal sequences are interned in."""
+        lexer, trie = self._engine.lexer, self._engine.trie
+        seqs = SequenceTable(max(1, len(lexer.terminals)))
+        entries, seq, end = walk_alive(trie, lexer.trans, lexer.accept, self._engine.parser_term, q, seqs,
+                                       restart=lexer.restart)
+        return trie.token_ids[entries], seq.astype(np.int64) * lexer.n_states + end, seqs
 
 
 def _distance_to_accept(trans: np.ndarray, accept: np.ndarray) -> np.ndarray:

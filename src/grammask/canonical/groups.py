@@ -158,6 +158,7 @@ class TokenGroups:
         self.whole[: len(pairs.whole)] = pairs.whole[: self.n]
         self._pairs = pairs
         self._kept: OrderedDict[int, np.ndarray] = OrderedDict()
+        self._extensions: OrderedDict[bytes, np.ndarray] = OrderedDict()
         self._merges = (table.m_start, table.m_right, table.m_rank)
         self.own_piece = table.own_piece if model.ignore_merges else None
         self._texts: list[str] | None = None  # the shape tokens' texts, sorted (built on first use)
@@ -197,8 +198,20 @@ class TokenGroups:
             self._kept.popitem(last=False)
         return out
 
-    def piece_extensions(self, data: bytes) -> list[int]:
-        """Ids ``u`` such that ``data`` followed by ``u``'s bytes is a piece (byte-level, ``ignore_merges``)."""
+    def piece_extensions(self, data: bytes) -> np.ndarray:
+        """Ids ``u`` such that ``data`` followed by ``u``'s bytes is a piece (byte-level, ``ignore_merges``); the last
+        :data:`_REMEMBERED_ROWS` asked are remembered."""
+        found = self._extensions.get(data)
+        if found is None:
+            found = self._extensions[data] = np.array(self._find_extensions(data), dtype=np.int64)
+            if len(self._extensions) > _REMEMBERED_ROWS:
+                self._extensions.popitem(last=False)
+        else:
+            self._extensions.move_to_end(data)
+        return found
+
+    def _find_extensions(self, data: bytes) -> list[int]:
+        """:meth:`piece_extensions`, not remembered."""
         if not self._pieces:
             self._pieces = sorted(self._model.pieces)
             for t, token in enumerate(self._tokens):
