@@ -380,7 +380,7 @@ def attack(cases: Sequence[Case], runs: int, seed: int, cap: int, finish: int, b
 
 
 def summarize(results: Sequence[RunResult]) -> dict:
-    """Counts per (tokenizer, kind, budgeted) and per chooser, and the failures."""
+    """Counts per (tokenizer, kind, budgeted), per chooser and per case, and the failures."""
     rows: dict[tuple, Counter] = defaultdict(Counter)
     for r in results:
         key = (r.tokenizer, r.kind, r.budget is not None)
@@ -395,6 +395,7 @@ def summarize(results: Sequence[RunResult]) -> dict:
         "failures": sum(r.outcome not in ("ok", "refused") for r in results),
         "rows": [{"tokenizer": k[0], "kind": k[1], "budgeted": k[2], **dict(v)} for k, v in sorted(rows.items())],
         "choosers": dict(by_chooser),
+        "per_case": dict(Counter(f"{r.tokenizer} {r.case}" for r in results)),
         "failed": [r.__dict__ for r in results if r.outcome not in ("ok", "refused")],
     }
 
