@@ -194,16 +194,12 @@ class Run:
         if len(candidates) == 0:
             return []
         shuffled = candidates[np.random.default_rng(rng.getrandbits(32)).permutation(len(candidates))]
-        tokens = self.vocab.tokens
         chooser = self.chooser
         if chooser == "uniform":
             return shuffled.tolist()
-        if chooser == "longest":
-            return sorted(shuffled.tolist(), key=lambda t: -len(tokens[t]))
-        if chooser == "space":
-            return sorted(shuffled.tolist(), key=lambda t: (not tokens[t].isspace(), not tokens[t][-1:].isspace()))
-        if chooser == "rare":
-            return sorted(shuffled.tolist(), key=lambda t: tokens[t][-1:].isalpha() or tokens[t][-1:] == b" ")
+        if chooser in ("longest", "space", "rare"):  # a stable sort by a per-token key, as sorted(key=...) would
+            key = _chooser_keys(self.vocab)[chooser]
+            return shuffled[np.argsort(key[shuffled], kind="stable")].tolist()
         if chooser == "midlexeme":
             return self.midlexeme_first(shuffled.tolist())
         return self.narrow_first(shuffled.tolist(), exact=chooser == "narrowest")
@@ -279,6 +275,22 @@ class Run:
         own = self.case.encode(text)
         if own != self.tokens:
             raise _Failure("not_own_encoding", f"{text!r}: ids {self.tokens} but the tokenizer writes {own}")
+
+
+_KEYS: dict[int, dict[str, np.ndarray]] = {}
+
+
+def _chooser_keys(vocab: gm.Vocabulary) -> dict[str, np.ndarray]:
+    """Per token id, the sort key of the ``longest``, ``space`` and ``rare`` choosers (lower first); per vocabulary."""
+    found = _KEYS.get(id(vocab))
+    if found is None:
+        tokens = [t or b"" for t in vocab.tokens]
+        found = _KEYS[id(vocab)] = {
+            "longest": np.array([-len(t) for t in tokens], dtype=np.int64),
+            "space": np.array([2 * (not t.isspace()) + (not t[-1:].isspace()) for t in tokens], dtype=np.int64),
+            "rare": np.array([t[-1:].isalpha() or t[-1:] == b" " for t in tokens], dtype=np.int64),
+        }
+    return found
 
 
 class _Failure(Exception):
@@ -368,7 +380,7 @@ def attack(cases: Sequence[Case], runs: int, seed: int, cap: int, finish: int, b
 
 
 def summarize(results: Sequence[RunResult]) -> dict:
-    """Counts per (tokenizer, kind, budgeted) and per chooser, and the failures."""
+    """Counts per (tokenizer, kind, budgeted), per chooser and per case, and the failures."""
     rows: dict[tuple, Counter] = defaultdict(Counter)
     for r in results:
         key = (r.tokenizer, r.kind, r.budget is not None)
@@ -383,6 +395,7 @@ def summarize(results: Sequence[RunResult]) -> dict:
         "failures": sum(r.outcome not in ("ok", "refused") for r in results),
         "rows": [{"tokenizer": k[0], "kind": k[1], "budgeted": k[2], **dict(v)} for k, v in sorted(rows.items())],
         "choosers": dict(by_chooser),
+        "per_case": dict(Counter(f"{r.tokenizer} {r.case}" for r in results)),
         "failed": [r.__dict__ for r in results if r.outcome not in ("ok", "refused")],
     }
 

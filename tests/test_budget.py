@@ -14,6 +14,7 @@ import grammask.compiled
 from grammask import Grammar, Vocabulary, compile
 from grammask.bitmask import allocate_bitmask, bitmask_to_bool
 from grammask.budget import BUDGET_KIND, INF
+from grammask.budget.runtime import _unique_columns
 from grammask.compiler import clear_caches
 from grammask.errors import BudgetError, TokenRejectedError
 
@@ -415,3 +416,14 @@ def test_budget_tables_are_cached_beside_the_compiled_grammar(tmp_path, monkeypa
         assert rebuilt.matcher(max_tokens=50).min_tokens_to_finish() == minimum
     assert "rebuilding" in caplog.text
     clear_caches()
+
+
+def test_unique_columns_is_numpys_unique_over_columns():
+    """The token groups' key pairs: the same keys and inverse as ``np.unique(axis=1)``, negative widths included."""
+    rng = np.random.default_rng(0)
+    for n in (0, 1, 7, 5000):
+        first, second = rng.integers(-3, 40, n), rng.integers(-9, 9, n)
+        keys, inverse = _unique_columns(first, second)
+        expected, expected_inverse = np.unique(np.stack([first, second]), axis=1, return_inverse=True)
+        assert np.array_equal(keys, expected) and np.array_equal(inverse, expected_inverse.ravel())
+

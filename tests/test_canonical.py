@@ -204,6 +204,31 @@ def test_cached_build(tmp_path):
     assert cold.nbytes == warm.nbytes > 0
     ids = vocab.encode("def f(x):\n    return x  # done")
     assert cold.accepts(ids) == warm.accepts(ids) == len(ids) + 1
+    states = (cold.start_state(), warm.start_state())
+    for t in ids[:4]:  # the shape table read back decides as the one built
+        assert np.array_equal(cold.allowed_words(states[0]), warm.allowed_words(states[1]))
+        states = (cold.step(states[0], t), warm.step(states[1], t))
+
+
+def test_allowed_among_with_a_limit_is_the_first_of_all():
+    """``allowed_among(limit=k)`` (decided in blocks of ids) is the first ``k`` of the whole answer, for limits within
+    one block and across several; asked of states whose whole set is not yet known, then checked against it."""
+    vocab = get_vocab("smollm2")
+    rel = build_relation(vocab)
+    rng = np.random.default_rng(4)
+    n = len(vocab.tokens)
+    state = rel.start_state()
+    for t in vocab.encode('{"a": "b c",\n  "d": 12}')[:6]:
+        candidates = np.concatenate([rng.integers(-5, n + 5, 30_000), rng.integers(0, 300, 50)])
+        limited = {k: rel.allowed_among(state, candidates, limit=k).tolist() for k in (1, 17, 5000)}
+        assert not rel._words.get(state)
+        whole = rel.allowed(state)
+        expected = whole[np.isin(whole, candidates)].tolist()
+        assert rel.allowed_among(state, candidates).tolist() == expected
+        for k, got in limited.items():
+            assert got == expected[:k], k
+        assert len(expected) > 5000 or limited[5000] == expected
+        state = rel.step(state, t)
 
 
 def _rewritten(tmp_path, **fields) -> Vocabulary:

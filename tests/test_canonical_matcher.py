@@ -306,6 +306,31 @@ def test_mask_is_grammar_and_relation():
     assert vocab.tokens.index(b"n") not in start.allowed_tokens()
 
 
+def test_forced_check_groups_tokens_by_what_they_leave():
+    """The dead-end check's groups: every token the lexer reads from a state, once, in the group of the lexer state
+    and the terminals it leaves (as a plain matcher reads it), ascending; its group sizes per token id."""
+    vocab = get_vocab("smollm2")
+    compiled = gm.compile(gm.Grammar.builtin("json"), vocab)
+    check = compiled.matcher(canonical=True)._forced
+    plain = compiled.matcher()
+    for t in vocab.encode('{"key": [1, 2.5, "x y", false]}'):
+        q = plain.lexer_state
+        groups = check._tokens_by_end(q)
+        sizes = check._group_sizes(q)
+        seen = [u for _, _, tokens in groups for u in tokens]
+        assert len(seen) == len(set(seen)) == int((sizes > 0).sum())
+        assert t in seen
+        for q2, terminals, tokens in groups:
+            assert tokens == sorted(tokens) and all(sizes[u] == len(tokens) for u in tokens)
+            left = set()
+            for u in tokens[:: max(1, len(tokens) // 5)]:
+                probe = plain.fork()
+                if probe.accept_token(u):
+                    left.add(probe.lexer_state)
+            assert left <= {q2}, (q, terminals)
+        plain.advance(t)
+
+
 def test_operations_and_errors():
     vocab = get_vocab("smollm2")
     compiled = compiled_regex("smollm2", "(cat|dog|catalog)s?")

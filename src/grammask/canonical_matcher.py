@@ -32,7 +32,7 @@ import numpy as np
 
 from grammask.bitmask import bitmask_words, bool_to_bitmask
 from grammask.canonical import NOT_CANONICAL, CanonicalRelation
-from grammask.canonical_budget import CanonicalBudget
+from grammask.canonical_budget import CanonicalBudget, without_ids
 from grammask.errors import (
     BudgetError,
     CanonicalError,
@@ -245,7 +245,8 @@ class ForcedTextCheck:
         self._probes = probes
         self._eos = frozenset(compiled.vocab.eos_ids)
         self._by_end: dict[int, list[tuple[int, tuple[int, ...], list[int]]]] = {}
-        self._sizes: dict[int, dict[int, int]] = {}
+        self._sizes: dict[int, np.ndarray] = {}
+        self._n_tokens = compiled.vocab.n_logits
         self._allowed_memo: OrderedDict[tuple, np.ndarray] = OrderedDict()
         self._dead_memo: OrderedDict[tuple, bool] = OrderedDict()
         self._verdicts: OrderedDict[tuple, list[int]] = OrderedDict()
@@ -293,7 +294,7 @@ class ForcedTextCheck:
         dead = self._verdicts.get((matcher.lexer_state, matcher.stack, r))
         if dead is not None:
             return token_id in dead
-        if self._group_sizes(matcher.lexer_state).get(token_id, 0) > self._probes:
+        if self._group_sizes(matcher.lexer_state)[token_id] > self._probes:
             return False
         probe = matcher.unbudgeted_fork()
         probe.advance(token_id)
@@ -302,8 +303,8 @@ class ForcedTextCheck:
         return after != NOT_CANONICAL and self._dead(probe, after, _NARROW_DEPTH, allowed)
 
     def _dead(self, probe: Matcher, r: int, depth: int, allowed: np.ndarray | None = None) -> bool:
-        """Whether no canonical continuation ends from grammar state ``probe`` (``allowed``: its mask, if known) and
-        relation state ``r``, as far as narrow states go (``depth`` more tokens); False where it cannot tell.
+        """Whether no canonical continuation ends from grammar state ``probe`` (``allowed``: its :meth:`_allowed`, if
+        known) and relation state ``r``, as far as narrow states go (``depth`` more tokens); False where it cannot tell.
         Remembered per (lexer state, stack, relation state, depth): runs of whitespace meet the same ones often."""
         key = (probe.lexer_state, probe.stack, r, depth)
         found = self._dead_memo.get(key)
@@ -319,15 +320,14 @@ class ForcedTextCheck:
             return False
         if allowed is None:
             allowed = self._allowed(probe)
-        allowed = allowed[~np.isin(allowed, list(self._eos))]
-        recent = [u for u, ok in zip(self._recent, np.isin(self._recent, allowed)) if ok]
+        recent = [u for u in self._recent if _holds(allowed, u)]
         first = allowed[: self._few].tolist()
         for u in itertools.chain(recent, first):
             if self._goes_on(probe, u, r, depth):
                 return False
         if len(allowed) <= self._few:
             return True
-        rest = self._relation.allowed_among(r, allowed[self._few :]).tolist()
+        rest = self._relation.allowed_among(r, allowed[self._few :], limit=self._few + 1).tolist()
         for k, u in enumerate(rest):
             if k == self._few:
                 return False  # more canonical steps than are worth searching: not known dead
@@ -368,12 +368,13 @@ class ForcedTextCheck:
         return parser_term >= 0 and self._runner.feed(stack, parser_term) is None
 
     def _allowed(self, probe: Matcher) -> np.ndarray:
-        """The tokens the grammar allows at ``probe``'s state; remembered per (lexer state, stack)."""
+        """The tokens the grammar allows at ``probe``'s state, EOS left out, ascending; remembered per (lexer state,
+        stack)."""
         key = (probe.lexer_state, probe.stack)
         if key in self._allowed_memo:
             self._allowed_memo.move_to_end(key)
             return self._allowed_memo[key]
-        found = probe.allowed_tokens()
+        found = without_ids(probe.allowed_tokens(), self._eos)
         self._allowed_memo[key] = found
         if len(self._allowed_memo) > _REMEMBERED_MASKS:
             self._allowed_memo.popitem(last=False)
@@ -383,27 +384,40 @@ class ForcedTextCheck:
         """The tokens the lexer reads from lexer state ``q``, in groups that leave the same lexer state and stack."""
         return [tokens for _, _, tokens in self._tokens_by_end(q)]
 
-    def _group_sizes(self, q: int) -> dict[int, int]:
-        """Per token read from lexer state ``q``: how many tokens its group in :meth:`_tokens_by_end` holds."""
+    def _group_sizes(self, q: int) -> np.ndarray:
+        """Per token id: how many tokens its group in :meth:`_tokens_by_end` holds (0 for tokens not read from ``q``)."""
         found = self._sizes.get(q)
         if found is None:
-            found = self._sizes[q] = {t: len(tokens) for _, _, tokens in self._tokens_by_end(q) for t in tokens}
+            ids, key, _ = self._walk(q)
+            _, inverse, counts = np.unique(key, return_inverse=True, return_counts=True)
+            found = self._sizes[q] = np.zeros(self._n_tokens, dtype=np.int32)
+            found[ids] = counts[inverse.ravel()]
         return found
 
     def _tokens_by_end(self, q: int) -> list[tuple[int, tuple[int, ...], list[int]]]:
         """The tokens the lexer reads from ``q``, grouped by the parser terminals they complete and the lexer state
-        after them: ``(lexer state, terminals, tokens)`` per group."""
+        after them: ``(lexer state, terminals, tokens)`` per group, in the order the vocabulary walk first meets
+        them, tokens ascending."""
         found = self._by_end.get(q)
         if found is None:
-            lexer, trie = self._engine.lexer, self._engine.trie
-            seqs = SequenceTable(max(1, len(lexer.terminals)))
-            entries, seq, end = walk_alive(trie, lexer.trans, lexer.accept, self._engine.parser_term, q, seqs,
-                                           restart=lexer.restart)
-            groups: dict[tuple[int, int], list[int]] = {}
-            for t, s_, q2 in zip(trie.token_ids[entries].tolist(), seq.tolist(), end.tolist()):
-                groups.setdefault((q2, s_), []).append(t)
-            found = self._by_end[q] = [(q2, seqs.sequence(s_), sorted(ts)) for (q2, s_), ts in groups.items()]
+            ids, key, seqs = self._walk(q)
+            n_states = self._engine.lexer.n_states
+            keys, first, inverse, counts = np.unique(key, return_index=True, return_inverse=True, return_counts=True)
+            members = np.split(ids[np.lexsort((ids, inverse.ravel()))], np.cumsum(counts)[:-1])
+            found = self._by_end[q] = [
+                (int(keys[g] % n_states), seqs.sequence(int(keys[g] // n_states)), members[g].tolist())
+                for g in np.argsort(first, kind="stable").tolist()
+            ]
         return found
+
+    def _walk(self, q: int) -> tuple[np.ndarray, np.ndarray, SequenceTable]:
+        """The token ids the lexer reads from ``q``, in the walk's order, each one's group key (terminals completed
+        times lexer states, plus the lexer state after it), and the table the terminal sequences are interned in."""
+        lexer, trie = self._engine.lexer, self._engine.trie
+        seqs = SequenceTable(max(1, len(lexer.terminals)))
+        entries, seq, end = walk_alive(trie, lexer.trans, lexer.accept, self._engine.parser_term, q, seqs,
+                                       restart=lexer.restart)
+        return trie.token_ids[entries], seq.astype(np.int64) * lexer.n_states + end, seqs
 
 
 def _distance_to_accept(trans: np.ndarray, accept: np.ndarray) -> np.ndarray:
@@ -423,6 +437,12 @@ def _distance_to_accept(trans: np.ndarray, accept: np.ndarray) -> np.ndarray:
         changed = bool((new != dist).any())
         dist = new
     return dist
+
+
+def _holds(ids: np.ndarray, token: int) -> bool:
+    """Whether the ascending ``ids`` hold ``token``."""
+    k = int(np.searchsorted(ids, token))
+    return k < len(ids) and int(ids[k]) == token
 
 
 def _popcount(row: np.ndarray) -> int:

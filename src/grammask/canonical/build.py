@@ -8,6 +8,7 @@ import time
 from pathlib import Path
 
 from grammask.cache import DiskCache
+from grammask.canonical.groups import ShapeTable, build_shape_table
 from grammask.canonical.model import BpeModel
 from grammask.canonical.pairs import PairTable, build_pair_table
 from grammask.canonical.pretokens import Segmenter
@@ -16,13 +17,13 @@ from grammask.errors import CanonicalError, VocabularyError
 from grammask.fetch import cache_dir
 from grammask.vocab import Vocabulary
 
-_FORMAT = "canonical-1"
+_FORMAT = "canonical-2"  # 2: the shape table (groups.ShapeTable) is cached with the pair table
 
 def build_relation(vocab: Vocabulary, cache: bool | str | Path = True) -> CanonicalRelation:
     """The canonical successor relation of ``vocab``'s tokenizer.
 
     ``cache``: True for the user cache folder (``cache_dir("canonical")``), a folder, or False for none.
-    The per-token tables are cached under a key made of ``vocab.fingerprint()`` and the tokenizer's model,
+    The per-token tables (pairs and shapes) are cached under a key made of ``vocab.fingerprint()`` and the tokenizer's model,
     normalizer, pre-tokenizer and added tokens. ``build_seconds`` and ``from_cache`` on the result say
     what it cost.
 
@@ -43,14 +44,17 @@ def build_relation(vocab: Vocabulary, cache: bool | str | Path = True) -> Canoni
         raise CanonicalError("byte-level BPE with a normalizer other than NFC is not supported")
     segmenter = Segmenter(data, tokenizer, added)
     folder = None if cache is False else cache_dir("canonical") if cache is True else Path(cache)
-    pairs, from_cache = DiskCache(folder).get_or_build(
+    byte_tokens = {i: b for b, i in enumerate(model.byte_pieces) if i >= 0}
+    (pairs, shapes), from_cache = DiskCache(folder).get_or_build(
         _key(vocab, data),
         "canonical",
-        lambda: build_pair_table(model, _symbols(model, len(vocab.tokens))),
-        lambda table: (table.arrays(), {}),
-        lambda arrays, _: PairTable(**{name: arrays[name] for name in PairTable.__dataclass_fields__}),
+        lambda: (build_pair_table(model, _symbols(model, len(vocab.tokens))),
+                 build_shape_table(vocab.tokens, model, segmenter, byte_tokens)),
+        lambda tables: ({**tables[0].arrays(), **{f"shape.{k}": v for k, v in tables[1].arrays().items()}}, {}),
+        lambda arrays, _: (PairTable(**{name: arrays[name] for name in PairTable.__dataclass_fields__}),
+                           ShapeTable(**{name: arrays[f"shape.{name}"] for name in ShapeTable.__dataclass_fields__})),
     )
-    return CanonicalRelation(vocab.tokens, model, pairs, segmenter, time.perf_counter() - began, from_cache)
+    return CanonicalRelation(vocab.tokens, model, pairs, shapes, segmenter, time.perf_counter() - began, from_cache)
 
 def _is_byte_level(data: dict) -> bool:
     def types(component: dict | None, key: str) -> list[str]:

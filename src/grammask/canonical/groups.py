@@ -20,7 +20,9 @@ from __future__ import annotations
 import bisect
 import re
 import unicodedata
+from collections import OrderedDict
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from functools import cache
 
 import numba as nb
@@ -31,6 +33,7 @@ from grammask.canonical.pairs import NO_MERGE, PairTable
 from grammask.canonical.pretokens import _CONTRACTION_LETTERS, Segmenter, char_class
 
 _LONG_RUN = re.compile(r"([^1])\1\1+")
+_REMEMBERED_ROWS = 2048  # kept_after rows remembered (bit-packed: 16 KB each for Llama-3)
 
 
 def shape(text: str) -> str:
@@ -53,6 +56,80 @@ def _second_in_composition() -> frozenset[str]:
     return frozenset(found)
 
 
+@dataclass(frozen=True)
+class ShapeTable:
+    """The per-token arrays :class:`TokenGroups` reads, built once per vocabulary (and cached with the relation).
+
+    ``shape_ids[shape_ptr[k]:shape_ptr[k+1]]``: the ids of shape ``k``, ascending; ``single``: ids checked one by
+    one, ``single_goes_on``: whether each starts inside a character; ``text_ids``: the shape tokens' ids in the order
+    of their texts; ``m_start``, ``m_right``, ``m_rank``: the merges as CSR by left symbol (:func:`_merge_index`);
+    ``own_piece`` (``ignore_merges`` only, else empty): the id of the piece the token's text is, or -1.
+    """
+
+    shape_ptr: np.ndarray
+    shape_ids: np.ndarray
+    single: np.ndarray
+    single_goes_on: np.ndarray
+    text_ids: np.ndarray
+    m_start: np.ndarray
+    m_right: np.ndarray
+    m_rank: np.ndarray
+    own_piece: np.ndarray
+
+    def arrays(self) -> dict[str, np.ndarray]:
+        """The arrays by field name (for the disk cache)."""
+        return {name: getattr(self, name) for name in self.__dataclass_fields__}
+
+
+def build_shape_table(tokens: Sequence[bytes | None], model: BpeModel, segmenter: Segmenter,
+                      byte_tokens: Mapping[int, int]) -> ShapeTable:
+    """Groups the vocabulary by shape and indexes the merges (the work of :class:`TokenGroups` done once)."""
+    contents = sorted(segmenter.added, key=len, reverse=True)
+    has_added = re.compile("|".join(map(re.escape, contents))).search if contents else None
+    texts: list[tuple[str, int]] = []
+    composing = _second_in_composition() if segmenter.nfc else frozenset()
+    by_shape: dict[str, list[int]] = {}
+    single = []
+    for t, data in enumerate(tokens):
+        if data is None:
+            continue
+        try:
+            text = data.decode("utf-8")
+        except UnicodeDecodeError:
+            text = ""
+        if (not text or t in byte_tokens or (has_added and has_added(text))
+                or (segmenter.nfc and (text[0] in composing or unicodedata.combining(text[0])
+                                       or not unicodedata.is_normalized("NFC", text)))):
+            single.append(t)
+        else:
+            by_shape.setdefault(shape(text), []).append(t)
+            texts.append((text, t))
+    texts.sort()
+    n = len(tokens)
+    m_start, m_right, m_rank = _merge_index(model.merges, max(n, 1 + max((max(k) for k in model.merges), default=0)))
+    own_piece = np.zeros(0, dtype=np.int32)
+    if model.ignore_merges:
+        own_piece = np.array([-1 if data is None else model.pieces.get(_chars(data), -1) for data in tokens],
+                             dtype=np.int32)
+    members = list(by_shape.values())
+    return ShapeTable(
+        shape_ptr=np.cumsum([0] + [len(ids) for ids in members]).astype(np.int64),
+        shape_ids=np.array([t for ids in members for t in ids], dtype=np.int32),
+        single=np.array(single, dtype=np.int32),
+        single_goes_on=np.array([0x80 <= tokens[t][0] < 0xC0 for t in single], dtype=bool),
+        text_ids=np.array([t for _, t in texts], dtype=np.int32),
+        m_start=m_start,
+        m_right=m_right,
+        m_rank=m_rank,
+        own_piece=own_piece,
+    )
+
+
+def _chars(data: bytes) -> str:
+    """A token's bytes in the GPT-2 alphabet (how a byte-level model names its piece)."""
+    return "".join(BYTE_TO_CHAR[b] for b in data)
+
+
 class TokenGroups:
     """The vocabulary grouped by shape, the tokens checked one by one, and the per-id arrays.
 
@@ -63,54 +140,30 @@ class TokenGroups:
     """
 
     def __init__(self, tokens: Sequence[bytes | None], model: BpeModel, pairs: PairTable, segmenter: Segmenter,
-                 byte_tokens: Mapping[int, int]):
+                 table: ShapeTable):
         contents = sorted(segmenter.added, key=len, reverse=True)
-        has_added = re.compile("|".join(map(re.escape, contents))).search if contents else None
         self._rest_after: dict[str, list[str]] = {}
         for c in contents:
             for k in range(1, len(c)):
                 self._rest_after.setdefault(c[:k], []).append(c[k:])
         self._longest = max(map(len, self._rest_after), default=0)
-        texts: list[tuple[str, int]] = []
-        composing = _second_in_composition() if segmenter.nfc else frozenset()
-        by_shape: dict[str, list[int]] = {}
-        single = []
-        for t, data in enumerate(tokens):
-            if data is None:
-                continue
-            try:
-                text = data.decode("utf-8")
-            except UnicodeDecodeError:
-                text = ""
-            if (not text or t in byte_tokens or (has_added and has_added(text))
-                    or (segmenter.nfc and (text[0] in composing or unicodedata.combining(text[0])
-                                           or not unicodedata.is_normalized("NFC", text)))):
-                single.append(t)
-            else:
-                by_shape.setdefault(shape(text), []).append(t)
-                texts.append((text, t))
-        texts.sort()
-        self._texts = [text for text, _ in texts]
-        self._text_ids = [t for _, t in texts]
-        self.members = [np.array(ids, dtype=np.int32) for ids in by_shape.values()]
-        self.single = np.array(single, dtype=np.int32)
-        self.single_goes_on = np.array([0x80 <= tokens[t][0] < 0xC0 for t in single], dtype=bool)
+        self._tokens = tokens
+        self._model = model
+        self._table = table
+        self.members = np.split(table.shape_ids, table.shape_ptr[1:-1])
+        self.single = table.single
+        self.single_goes_on = table.single_goes_on
         self.n = len(tokens)
         self.whole = np.zeros(self.n, dtype=bool)
         self.whole[: len(pairs.whole)] = pairs.whole[: self.n]
         self._pairs = pairs
-        self._merges = _merge_index(model.merges, max(self.n, 1 + max((max(k) for k in model.merges), default=0)))
-        self.own_piece = None
-        self._pieces: list[str] = []
-        self._by_chars: dict[str, list[int]] = {}
-        if model.ignore_merges:
-            self.own_piece = np.full(self.n, -1, dtype=np.int32)
-            for t, data in enumerate(tokens):
-                if data is not None:
-                    chars = "".join(BYTE_TO_CHAR[b] for b in data)
-                    self.own_piece[t] = model.pieces.get(chars, -1)
-                    self._by_chars.setdefault(chars, []).append(t)
-            self._pieces = sorted(model.pieces)
+        self._kept: OrderedDict[int, np.ndarray] = OrderedDict()
+        self._extensions: OrderedDict[bytes, np.ndarray] = OrderedDict()
+        self._merges = (table.m_start, table.m_right, table.m_rank)
+        self.own_piece = table.own_piece if model.ignore_merges else None
+        self._texts: list[str] | None = None  # the shape tokens' texts, sorted (built on first use)
+        self._pieces: list[str] = []  # ignore_merges: the model's pieces, sorted, and the ids by their
+        self._by_chars: dict[str, list[int]] = {}  # GPT-2 alphabet text (built on first use)
 
     def completing_added(self, text: str) -> list[int]:
         """Ids of shape tokens whose text starts with the rest of an added token that ``text`` ends inside of
@@ -118,24 +171,53 @@ class TokenGroups:
         out: list[int] = []
         for k in range(1, min(len(text), self._longest) + 1):
             for rest in self._rest_after.get(text[-k:], ()):
+                if self._texts is None:
+                    self._texts = [self._tokens[t].decode("utf-8") for t in self._table.text_ids.tolist()]
                 i = bisect.bisect_left(self._texts, rest)
                 while i < len(self._texts) and self._texts[i].startswith(rest):
-                    out.append(self._text_ids[i])
+                    out.append(int(self._table.text_ids[i]))
                     i += 1
         return out
 
     def kept_after(self, token: int) -> np.ndarray:
-        """Per id: whether BPE keeps whole token ``token`` and that id apart (False for ids that are not whole)."""
+        """Per id: whether BPE keeps whole token ``token`` and that id apart (False for ids that are not whole).
+
+        A new array each call; the last :data:`_REMEMBERED_ROWS` tokens asked are remembered (bit-packed).
+        """
+        packed = self._kept.get(token)
+        if packed is not None:
+            self._kept.move_to_end(token)
+            return np.unpackbits(packed, count=self.n).view(bool)
         p = self._pairs
         r0, r1 = p.right_start[token], p.right_start[token + 1]
         out = np.zeros(self.n, dtype=bool)
         pairs_kept_after(p.right_sym[r0:r1], p.right_next[r0:r1], *self._merges,
                          p.left_start, p.left_sym, p.left_next, out)
+        self._kept[token] = np.packbits(out)
+        if len(self._kept) > _REMEMBERED_ROWS:
+            self._kept.popitem(last=False)
         return out
 
-    def piece_extensions(self, data: bytes) -> list[int]:
-        """Ids ``u`` such that ``data`` followed by ``u``'s bytes is a piece (byte-level, ``ignore_merges``)."""
-        prefix = "".join(BYTE_TO_CHAR[b] for b in data)
+    def piece_extensions(self, data: bytes) -> np.ndarray:
+        """Ids ``u`` such that ``data`` followed by ``u``'s bytes is a piece (byte-level, ``ignore_merges``); the last
+        :data:`_REMEMBERED_ROWS` asked are remembered."""
+        found = self._extensions.get(data)
+        if found is None:
+            found = self._extensions[data] = np.array(self._find_extensions(data), dtype=np.int64)
+            if len(self._extensions) > _REMEMBERED_ROWS:
+                self._extensions.popitem(last=False)
+        else:
+            self._extensions.move_to_end(data)
+        return found
+
+    def _find_extensions(self, data: bytes) -> list[int]:
+        """:meth:`piece_extensions`, not remembered."""
+        if not self._pieces:
+            self._pieces = sorted(self._model.pieces)
+            for t, token in enumerate(self._tokens):
+                if token is not None:
+                    self._by_chars.setdefault(_chars(token), []).append(t)
+        prefix = _chars(data)
         out = []
         for piece in self._pieces[bisect.bisect_left(self._pieces, prefix):]:
             if not piece.startswith(prefix):

@@ -24,13 +24,15 @@ from collections.abc import Sequence
 import numpy as np
 
 from grammask.bitmask import bool_to_bitmask
-from grammask.canonical.groups import TokenGroups
+from grammask.canonical.groups import ShapeTable, TokenGroups
 from grammask.canonical.model import BYTE_TO_CHAR, BpeModel
 from grammask.canonical.pairs import PairTable, pair_kept
 from grammask.canonical.pretokens import Segmenter
 
 NOT_CANONICAL = -1
 _REMEMBERED_STATES = 1024
+_REMEMBERED_GROUPS = 1 << 18
+_BLOCK = 2048  # candidate ids decided at once by allowed_among with a limit
 
 
 def split_utf8(data: bytes) -> tuple[str, bytes] | None:
@@ -74,6 +76,7 @@ class CanonicalRelation:
         tokens: Sequence[bytes | None],
         model: BpeModel,
         pairs: PairTable,
+        shapes: ShapeTable,
         segmenter: Segmenter,
         build_seconds: float,
         from_cache: bool,
@@ -81,6 +84,7 @@ class CanonicalRelation:
         self._tokens = tuple(tokens)
         self._model = model
         self._pairs = pairs
+        self._shapes = shapes
         self._seg = segmenter
         self.build_seconds = build_seconds
         self.from_cache = from_cache
@@ -90,6 +94,7 @@ class CanonicalRelation:
         self._index: dict[tuple[bool, tuple[int, ...]], int] = {(True, ()): 0}
         self._next: dict[tuple[int, int], int] = {}
         self._alive_memo: dict[int, bool] = {}
+        self._group_memo: dict[tuple, bool] = {}
         by_first: dict[int, list[int]] = {}
         for i in sorted(range(len(self._tokens)), key=lambda i: len(self._tokens[i] or b"")):
             if self._tokens[i] is not None and 0x80 <= self._tokens[i][0] < 0xC0:
@@ -101,8 +106,8 @@ class CanonicalRelation:
 
     @property
     def nbytes(self) -> int:
-        """Bytes of the stored relation: the per-token stage arrays, plus the merge table (3 int32 per merge)."""
-        return self._pairs.nbytes + 12 * len(self._model.merges)
+        """Bytes of the stored relation: the per-token stage arrays and the shape table (with the merge index)."""
+        return self._pairs.nbytes + sum(a.nbytes for a in self._shapes.arrays().values())
 
     @property
     def n_states(self) -> int:
@@ -171,18 +176,33 @@ class CanonicalRelation:
             self._words.move_to_end(state)
         return found
 
-    def allowed_among(self, state: int, candidates: np.ndarray) -> np.ndarray:
+    def allowed_among(self, state: int, candidates: np.ndarray, limit: int | None = None) -> np.ndarray:
         """The ids of ``candidates`` (token ids) that keep the sequence canonical after ``state``, ascending: as
-        :meth:`allowed`, deciding only the shapes the candidates have (cheap for few shapes, such as digits)."""
-        only = np.zeros(len(self._tokens), dtype=bool)
-        ids = candidates[(candidates >= 0) & (candidates < len(self._tokens))]
-        only[ids] = True
+        :meth:`allowed`, deciding only the shapes the candidates have (cheap for few shapes, such as digits).
+
+        ``limit``: only the first ``limit`` of them (the candidates are then decided in ascending blocks of
+        :data:`_BLOCK` ids until that many are found).
+        """
+        n = len(self._tokens)
+        ids = np.unique(candidates[(candidates >= 0) & (candidates < n)])
         found = self._words.get(state)
         if found is not None:
-            bits = np.unpackbits(found[0].view(np.uint8), bitorder="little")[: len(self._tokens)].astype(bool)
-        else:
-            bits = self._decide(state, only)[0]
-        return np.flatnonzero(bits & only).astype(np.int32)
+            bits = np.unpackbits(found[0].view(np.uint8), bitorder="little")[:n].astype(bool)
+            out = ids[bits[ids]].astype(np.int32)
+            return out if limit is None else out[:limit]
+        step = len(ids) if limit is None else _BLOCK
+        parts, count = [], 0
+        for k in range(0, len(ids), max(step, 1)):
+            block = ids[k : k + step]
+            only = np.zeros(n, dtype=bool)
+            only[block] = True
+            part = block[self._decide(state, only)[0][block]].astype(np.int32)
+            parts.append(part)
+            count += len(part)
+            if limit is not None and count >= limit:
+                break
+        out = np.concatenate(parts) if parts else np.zeros(0, dtype=np.int32)
+        return out if limit is None else out[:limit]
 
     def _decide_all(self, state: int) -> tuple[np.ndarray, np.ndarray]:
         """Per token id: :meth:`allowed_exact` and may-end, for the whole vocabulary (one check per shape, see
@@ -192,7 +212,7 @@ class CanonicalRelation:
     def _decide(self, state: int, only: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
         """:meth:`_decide_all` for the token ids ``only`` marks (all where None); the others are left False."""
         if self._groups is None:
-            self._groups = TokenGroups(self._tokens, self._model, self._pairs, self._seg, self._byte_value)
+            self._groups = TokenGroups(self._tokens, self._model, self._pairs, self._seg, self._shapes)
         groups = self._groups
         at_start, window = self._states[state]
         out = np.zeros(len(self._tokens), dtype=bool)
@@ -374,7 +394,18 @@ class CanonicalRelation:
         return good or None
 
     def _group_ok(self, group: list[int], closed: bool) -> bool:
-        """Whether ``group`` is the BPE of one pre-token (``closed``) or begins it."""
+        """Whether ``group`` is the BPE of one pre-token (``closed``) or begins it; remembered (up to
+        :data:`_REMEMBERED_GROUPS` groups, then forgotten all at once)."""
+        key = (*group, closed)
+        found = self._group_memo.get(key)
+        if found is None:
+            if len(self._group_memo) >= _REMEMBERED_GROUPS:
+                self._group_memo.clear()
+            found = self._group_memo[key] = self._decide_group(group, closed)
+        return found
+
+    def _decide_group(self, group: list[int], closed: bool) -> bool:
+        """:meth:`_group_ok`, not remembered."""
         model, pairs = self._model, self._pairs
         if closed and model.ignore_merges:
             piece = model.pieces.get("".join(BYTE_TO_CHAR[b] for b in b"".join(self._tokens[t] for t in group)))
