@@ -414,10 +414,12 @@ def _contextual_text(name: str) -> str:
 
 @functools.cache
 def _contextual_compiled(name: str):
+    """``name`` under the contextual lexer with the plain lexing rule: budgets do not count Lark's backing up
+    (SynCode's Go and Java have places that back up under the contextual lexer)."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # the conflicts Lark's rules resolve
-        compiled = compile(Grammar.from_lark(_contextual_text(name), lexer="contextual", name=name), get_vocab(VOCAB),
-                           cache=False)
+        grammar = Grammar.from_lark(_contextual_text(name), lexer="contextual", name=name)
+        compiled = compile(dataclasses.replace(grammar, backtrack=False), get_vocab(VOCAB), cache=False)
     assert compiled._engine.lexer.contextual
     return compiled
 
