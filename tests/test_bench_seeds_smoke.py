@@ -5,24 +5,17 @@ long for a smoke test). No timing is asserted."""
 from __future__ import annotations
 
 import json
-import sys
-from pathlib import Path
 
 import pytest
+from conftest import skip_module_without_syncode
 from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
 
-BENCH_DIR = Path(__file__).resolve().parents[1] / "bench"
 pytestmark = pytest.mark.filterwarnings("ignore:grammar .java.:UserWarning")
-sys.path.insert(0, str(BENCH_DIR))
+skip_module_without_syncode()
 
 import bench_seeds
 import cases
-from harness import BenchError, NoPostlexSupport, from_lark_takes_postlex, lark_grammar
-
-try:
-    cases.shared_dir(cases.SYNCODE_SUBDIR)
-except BenchError:
-    pytest.skip(f"no {cases.SYNCODE_SUBDIR} in a folder above the repository", allow_module_level=True)
+from harness import NoPostlexSupport, from_lark_takes_postlex, lark_grammar
 
 
 @pytest.fixture(scope="module")

@@ -9,14 +9,12 @@ from __future__ import annotations
 
 import importlib.util
 import json
-import sys
-from pathlib import Path
 
 import pytest
+from conftest import use_bench_scripts
 from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
 
-BENCH_DIR = Path(__file__).resolve().parents[1] / "bench"
-sys.path.insert(0, str(BENCH_DIR))
+use_bench_scripts()
 
 import bench_masks as bm
 import cases

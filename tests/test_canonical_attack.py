@@ -14,14 +14,10 @@ and mismatches it found, as regression tests.
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
 import pytest
-from conftest import get_vocab
+from conftest import get_vocab, use_bench_scripts
 
-BENCH_DIR = Path(__file__).resolve().parents[1] / "bench"
-sys.path.insert(0, str(BENCH_DIR))
+use_bench_scripts()
 
 import bench_canonical_attack as attack
 

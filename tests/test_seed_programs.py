@@ -3,22 +3,13 @@ LALR parser with the basic lexer (Python: with SynCode's indenter as postlex) ac
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
 import lark
 import pytest
+from conftest import skip_module_without_syncode
 
-BENCH_DIR = Path(__file__).resolve().parents[1] / "bench"
-sys.path.insert(0, str(BENCH_DIR))
+skip_module_without_syncode()
 
 import cases
-from harness import BenchError
-
-try:
-    cases.shared_dir(cases.SYNCODE_SUBDIR)
-except BenchError:
-    pytest.skip(f"no {cases.SYNCODE_SUBDIR} in a folder above the repository", allow_module_level=True)
 
 SEEDS = {name: cases.load_seed_grammar(name) for name in cases.SEED_GRAMMARS}
 PROGRAMS = [(name, program) for name, seed in SEEDS.items() for program, _ in seed.programs]
