@@ -348,6 +348,8 @@ def test_operations_and_errors():
     assert m.validate_tokens([min(vocab.eos_ids)]) == 1 and m.is_accepting()
     with pytest.raises(ConfigurationError):
         compiled.matcher(canonical=True, prefix="c")
+    with pytest.raises(ConfigurationError, match="Indenter"):  # it used to crash deep in the dead-end check
+        gm.compile(gm.Grammar.builtin("python"), vocab).matcher(canonical=True)
     with pytest.raises(CanonicalError, match="tokenizer"):
         gm.compile(gm.Grammar.from_regex("a+"), Vocabulary([b"a", b"b", None], eos_ids=[2])).matcher(canonical=True)
     with pytest.raises(CanonicalError, match="space"):  # Llama-2 writes a space first: no encoding spells 'cat'

@@ -128,8 +128,8 @@ class CompiledGrammar:
         Raises :class:`~grammask.errors.TextRejectedError` (with the byte position) for a prefix no
         sentence starts with, :class:`~grammask.errors.BudgetError` when no output fits the budget (with
         ``canonical``: when no canonical output is found within it), :class:`~grammask.errors.ConfigurationError`
-        when ``max_tokens`` is not an int or ``canonical`` comes with ``prefix`` or with counted terminals
-        (length bounds), and :class:`~grammask.errors.CanonicalError` when the
+        when ``max_tokens`` is not an int or ``canonical`` comes with ``prefix``, with counted terminals
+        (length bounds) or with an indenter, and :class:`~grammask.errors.CanonicalError` when the
         vocabulary has no tokenizer, its tokenizer's canonical encodings cannot be modelled, or (regex) no string
         of the language has one.
         """
@@ -140,6 +140,9 @@ class CompiledGrammar:
         if self._engine.lexer.counter is not None:
             raise ConfigurationError(f"canonical=True does not combine with counted terminals (length bounds kept "
                                      f"beside the lexer state) yet: grammar {self.grammar.name!r} has some")
+        if self._engine.indent is not None:
+            raise ConfigurationError(f"canonical=True does not combine with an indentation postlex (Indenter) yet: "
+                                     f"grammar {self.grammar.name!r} has one")
         try:
             relation = self._relation_of()
         except VocabularyError as e:
