@@ -133,26 +133,26 @@ class CanonicalBudget:
         witness after it (None for a far token, which has none yet). The unbudgeted checks are the caller's."""
         if witness and token == witness[0]:
             return witness[1:]
-        row = np.zeros(bitmask_words(matcher.compiled.vocab.n_logits), dtype=np.int32)
-        matcher.unbudgeted_fork().fill_mask(row)
-        witnesses = self.restrict(row, matcher, witness)
-        return witnesses.get(token) if row[token >> 5] >> (token & 31) & 1 else False
+        kept, witnesses = self.kept(matcher, witness)
+        return witnesses.get(token) if kept[token >> 5] >> (token & 31) & 1 else False
 
-    def restrict(self, row: np.ndarray, matcher: CanonicalMatcher, witness: list[int] | None) -> dict[int, list[int]]:
-        """Clears in ``row`` (the unbudgeted canonical mask, EOS set where allowed) the tokens the budget refuses;
-        returns the witnesses found after the near tokens kept (token -> witness)."""
+    def kept(self, matcher: CanonicalMatcher, witness: list[int] | None) -> tuple[np.ndarray, dict[int, list[int]]]:
+        """The budgeted canonical mask at ``matcher``'s state: the unbudgeted one (EOS set where allowed) less the
+        tokens the budget refuses, and the witnesses found after the near tokens kept (token -> witness).
+        Remembered per state, so trying several tokens at one state, or a mask and then the token chosen from it,
+        computes the unbudgeted mask once."""
         key = (matcher.plain.lexer_state, matcher.plain.stack, matcher.relation_state, matcher.num_tokens,
                witness[0] if witness else None)
         found = self._rows.get(key)
-        if found is None:
-            found = self._restricted(row, matcher, witness)
-            self._rows[key] = found
-            if len(self._rows) > _REMEMBERED:
-                self._rows.popitem(last=False)
-        else:
+        if found is not None:
             self._rows.move_to_end(key)
-        row &= found[0][: row.shape[-1]]
-        return found[1]
+            return found
+        row = np.zeros(bitmask_words(matcher.compiled.vocab.n_logits), dtype=np.int32)
+        matcher.unbudgeted_fork().fill_mask(row)
+        found = self._rows[key] = self._restricted(row, matcher, witness)
+        if len(self._rows) > _REMEMBERED:
+            self._rows.popitem(last=False)
+        return found
 
     def _restricted(self, row: np.ndarray, matcher: CanonicalMatcher, witness: list[int] | None
                     ) -> tuple[np.ndarray, dict[int, list[int]]]:

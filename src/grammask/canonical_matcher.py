@@ -549,6 +549,11 @@ class CanonicalMatcher(TokenSteps):
         self._matcher.fill_mask(row)
         if self._matcher.is_terminated():
             return
+        if self._budget is not None:
+            with self._relation.lock:
+                kept, _ = self._budget.kept(self, self._witness)  # within the unbudgeted mask: see below
+            row &= kept[: row.shape[-1]]
+            return
         eos = [t for t in self._eos if row[t >> 5] >> (t & 31) & 1]
         with self._relation.lock:
             if self._product is None or _popcount(row) > _FEW_TOKENS:
@@ -563,8 +568,6 @@ class CanonicalMatcher(TokenSteps):
             if eos and self._relation.can_end(self._state):
                 for t in eos:
                     row[t >> 5] |= np.uint32(1 << (t & 31)).view(np.int32)
-            if self._budget is not None:
-                self._budget.restrict(row, self, self._witness)
 
     def allowed_tokens(self) -> np.ndarray:
         """The allowed token ids, sorted (a convenience built on :meth:`fill_mask`)."""
