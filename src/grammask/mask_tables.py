@@ -36,6 +36,7 @@ from grammask.classes import (
 )
 from grammask.contextual_walk import MAX_ALIASES, Superpositions, walk_contextual
 from grammask.errors import ConfigurationError, UnsupportedRegexError
+from grammask.gc_pause import collector_paused
 from grammask.grammar.ir import Grammar
 from grammask.growing import Growing
 from grammask.indentation import IndentSpec, byte_widths
@@ -117,7 +118,7 @@ class MaskTables:
         """
         if self.built[q]:
             return False
-        with self.lock:
+        with self.lock, collector_paused():
             if self.built[q]:
                 return False
             if self._builder is not None:
@@ -129,7 +130,7 @@ class MaskTables:
     def complete_all(self, deadline: Deadline | None = None) -> None:
         """Build every lexer state reachable between tokens (from the start state). Raises
         :class:`~grammask.errors.CompileTimeoutError` once ``deadline`` (None: no limit) has passed."""
-        with self.lock:
+        with self.lock, collector_paused():
             if self._builder is not None:
                 self._builder.complete(deadline)
                 if self._builder.done:
