@@ -22,6 +22,7 @@ from grammask.compiled import CompiledGrammar, CompileStats, encode_compiled
 from grammask.engine import Engine
 from grammask.errors import ConfigurationError, Deadline, check_timeout
 from grammask.fetch import cache_dir
+from grammask.gc_pause import collector_paused
 from grammask.grammar.ir import Grammar
 from grammask.mask_tables import FORMAT_VERSION, build_front, build_mask_tables
 from grammask.spanner import TrieWalkPool, VocabTrie
@@ -124,6 +125,7 @@ class Compiler:
         text = f"{FORMAT_VERSION}:{grammar.fingerprint()}:{self.vocab.fingerprint()}"
         return hashlib.sha256(text.encode()).hexdigest()
 
+    @collector_paused()
     def _build(self, grammar: Grammar, deadline: Deadline) -> tuple[Engine, CompileStats]:
         start = time.perf_counter()
         front = build_front(grammar, deadline)

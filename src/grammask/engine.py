@@ -144,7 +144,7 @@ class MatcherView:
         t = engine.masks
         tables = engine.parse
         self.lr = (tables.action, tables.goto, tables.rule_len, tables.rule_lhs)
-        n_states = t.pair_index.shape[0]
+        n_states = t.pair_after.shape[0]
         self.pair_index: list[list[int] | None] = [None] * n_states
         self.state_classes: list[tuple[np.ndarray, np.ndarray, np.ndarray] | None] = [None] * n_states
         self.pair_mask: list[int] = []
@@ -198,7 +198,7 @@ class MatcherView:
         self.pair_mask.extend([0] * more)
         self.pair_marks.extend([None] * more)
         self.pair_has_marks.extend([False] * more)
-        ids = t.pair_index[q]
+        ids = t.pair_index(q)
         pairs = ids[ids >= 0]
         for pair, mask, m in zip(pairs.tolist(), g["pair_mask"][pairs].tolist(), g["pair_marks"][pairs].tolist(),
                                  strict=True):

@@ -36,6 +36,7 @@ from grammask.classes import (
 )
 from grammask.contextual_walk import MAX_ALIASES, Superpositions, walk_contextual
 from grammask.errors import ConfigurationError, UnsupportedRegexError
+from grammask.gc_pause import collector_paused
 from grammask.grammar.ir import Grammar
 from grammask.growing import Growing
 from grammask.indentation import IndentSpec, byte_widths
@@ -57,7 +58,7 @@ FORMAT_VERSION = 9
 
 _GROWING = ("pair_mask", "pair_marks", "masks", "marks_ptr", "marks", "state_class", "state_lcp", "state_dep",
             "dep_word_ptr", "dep_words", "dep_bits", "class_seq_ptr", "class_seq_terms", "class_follow")
-_FIXED = ("pair_index", "state_span", "built", "follow_ptr", "follow_terms", "follow_any", "state_follow")
+_FIXED = ("pair_after", "state_span", "built", "follow_ptr", "follow_terms", "follow_any", "state_follow")
 
 
 class MaskTables:
@@ -69,8 +70,9 @@ class MaskTables:
 
     Lexer state ``q`` sorts its tokens into the classes ``state_class[a:b]`` for ``a, b = state_span[q]``
     (in sorted order of their sequences; ``state_lcp`` is the sequence prefix each shares with the one before).
-    ``pair_index[q, p]`` is the row of (lexer state ``q``, LR state ``p``) in the pair arrays, or
-    -1 for pairs no decoding reaches. A pair has a precomputed mask ``masks[pair_mask[i]]``
+    ``pair_index(q)[p]`` is the row of (lexer state ``q``, LR state ``p``) in the pair arrays, or
+    -1 for pairs no decoding reaches (kept one higher, in ``pair_after``, so that the rows of the states not built
+    are zeros the system hands out untouched). A pair has a precomputed mask ``masks[pair_mask[i]]``
     (its ALWAYS classes) and a bitset over ``q``'s classes marking the ones that depend on the
     stack, ``marks[marks_ptr[m]:marks_ptr[m+1]]`` for ``m = pair_marks[i]``. The tokens of a
     marked class ``k`` of ``q`` are the bitmask words and bits
@@ -84,7 +86,7 @@ class MaskTables:
     """
 
     def __init__(self, fixed: dict[str, np.ndarray], grow: dict[str, Growing], builder: _StateBuilder | None = None):
-        self.pair_index, self.state_span, self.built = fixed["pair_index"], fixed["state_span"], fixed["built"]
+        self.pair_after, self.state_span, self.built = fixed["pair_after"], fixed["state_span"], fixed["built"]
         self.follow_ptr, self.follow_terms = fixed["follow_ptr"], fixed["follow_terms"]
         self.follow_any, self.state_follow = fixed["follow_any"], fixed["state_follow"]
         self.grow = grow
@@ -110,6 +112,10 @@ class MaskTables:
         """Bytes of the tables built so far."""
         return sum(getattr(self, f).nbytes for f in _FIXED) + sum(g.values.nbytes for g in self.grow.values())
 
+    def pair_index(self, q: int) -> np.ndarray:
+        """Lexer state ``q``'s pair row per LR state (-1: none)."""
+        return self.pair_after[q] - 1
+
     def ensure(self, q: int) -> bool:
         """Build lexer state ``q``'s rows unless they are there; whether it built them.
 
@@ -117,7 +123,7 @@ class MaskTables:
         """
         if self.built[q]:
             return False
-        with self.lock:
+        with self.lock, collector_paused():
             if self.built[q]:
                 return False
             if self._builder is not None:
@@ -129,7 +135,7 @@ class MaskTables:
     def complete_all(self, deadline: Deadline | None = None) -> None:
         """Build every lexer state reachable between tokens (from the start state). Raises
         :class:`~grammask.errors.CompileTimeoutError` once ``deadline`` (None: no limit) has passed."""
-        with self.lock:
+        with self.lock, collector_paused():
             if self._builder is not None:
                 self._builder.complete(deadline)
                 if self._builder.done:
@@ -145,14 +151,15 @@ class MaskTables:
     def arrays(self) -> dict[str, np.ndarray]:
         """The tables as named arrays (see :meth:`from_arrays`)."""
         with self.lock:
-            out = {f: getattr(self, f) for f in _FIXED}
+            out = {f: getattr(self, f) for f in _FIXED if f != "pair_after"}
             out.update({f: g.values for f, g in self.grow.items()})
-            return {f: a.copy() for f, a in out.items()}
+            return {"pair_index": self.pair_after - 1, **{f: a.copy() for f, a in out.items()}}
 
     @classmethod
     def from_arrays(cls, arrays: dict[str, np.ndarray]) -> MaskTables:
         """The tables :meth:`arrays` gave; KeyError if one is missing."""
-        return cls({f: arrays[f].copy() for f in _FIXED}, {f: Growing.of(arrays[f]) for f in _GROWING})
+        fixed = {f: arrays[f].copy() for f in _FIXED if f != "pair_after"}
+        return cls({"pair_after": arrays["pair_index"] + 1, **fixed}, {f: Growing.of(arrays[f]) for f in _GROWING})
 
 
 def parser_terminal_map(grammar: Grammar, lexer: LexerAutomaton) -> tuple[tuple[str, ...], np.ndarray]:
@@ -385,7 +392,7 @@ class _StateBuilder:
         self.live = terminal_actions != ERROR
         self.armed_tops = _armed_tops(lexer, tables, parser_term)
         fixed = {
-            "pair_index": np.full((lexer.n_states, tables.n_states), -1, dtype=np.int32),
+            "pair_after": np.zeros((lexer.n_states, tables.n_states), dtype=np.int32),
             "state_span": np.zeros((lexer.n_states, 2), dtype=np.int64),
             "built": np.zeros(lexer.n_states, dtype=bool),
             "follow_ptr": np.cumsum([0] + [len(f[0]) for f in follow_sets]).astype(np.int32),
@@ -596,7 +603,7 @@ class _StateBuilder:
         t.state_span[q] = (first, first + n_local)
         first_pair = grow["pair_mask"].extend(pair_mask)
         grow["pair_marks"].extend(pair_marks)
-        t.pair_index[q, candidates] = np.arange(first_pair, first_pair + len(candidates), dtype=np.int32)
+        t.pair_after[q, candidates] = np.arange(first_pair + 1, first_pair + 1 + len(candidates), dtype=np.int32)
         self.timings["verdicts"] += time.perf_counter() - clock
 
 

@@ -29,14 +29,14 @@ such terminals and unroll (or refuse) the others.
 
 from __future__ import annotations
 
-from collections import deque
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import TYPE_CHECKING
 
+import numba as nb
 import numpy as np
 
-from grammask.automata.dfa import components, successors
+from grammask.automata.dfa import components
 from grammask.automata.patterns import regex_to_dfa
 from grammask.errors import NO_DEADLINE, Deadline, GrammarError
 
@@ -154,24 +154,37 @@ def side_states(trans: np.ndarray, unit: str, states: np.ndarray) -> np.ndarray:
     if not states[0]:
         return side
     side[0] = 0
-    todo = [0]
-    while todo:
-        q = todo.pop()
-        row = trans[q]
-        for b in np.flatnonzero(row >= 0).tolist():
-            t = int(row[b])
-            if not states[t]:
+    if not _spread_sides(np.ascontiguousarray(trans, dtype=np.int32), np.ascontiguousarray(states, dtype=np.bool_),
+                         side_trans, side):
+        raise GrammarError(
+            f"counted terminals: the lexer cannot tell where a {unit} unit starts (two texts reach one state "
+            f"in different places of a unit); write the counted terminals so that their units do not overlap"
+        )
+    return side
+
+
+@nb.njit(cache=True)
+def _spread_sides(trans, states, side_trans, side):  # pragma: no cover - compiled
+    """Fill ``side`` (state 0's set) over the transitions into ``states``; False where two texts reach one state in
+    different side states."""
+    todo = np.empty(trans.shape[0], dtype=np.int64)
+    todo[0] = 0
+    top = 1
+    while top:
+        top -= 1
+        q = todo[top]
+        for b in range(256):
+            t = trans[q, b]
+            if t < 0 or not states[t]:
                 continue
-            s = int(side_trans[side[q], b])
+            s = side_trans[side[q], b]
             if side[t] < 0:
                 side[t] = s
-                todo.append(t)
+                todo[top] = t
+                top += 1
             elif side[t] != s:
-                raise GrammarError(
-                    f"counted terminals: the lexer cannot tell where a {unit} unit starts (two texts reach one state "
-                    f"in different places of a unit); write the counted terminals so that their units do not overlap"
-                )
-    return side
+                return False
+    return True
 
 
 def check_free(trans: np.ndarray, accepting: np.ndarray, unit: str, name: str) -> None:
@@ -246,15 +259,10 @@ def growth(trans: np.ndarray, raw: np.ndarray, target: np.ndarray, name: str) ->
 
 def _on_unit_cycle(trans: np.ndarray, unit_edges: np.ndarray) -> np.ndarray:
     """States on a cycle that adds a unit: in a strongly connected component holding both ends of a unit edge."""
-    comp = _components(trans)
+    comp = components(trans)
     sources, symbols = np.nonzero(unit_edges)
     inner = comp[sources] == comp[trans[sources, symbols]]
     return np.isin(comp, comp[sources[inner]])
-
-
-def _components(trans: np.ndarray) -> np.ndarray:
-    """The strongly connected component of every state (:func:`~grammask.automata.dfa.components`), as an int row."""
-    return np.array(components(successors(trans)), dtype=np.int64).reshape(-1)
 
 
 def _forward(trans: np.ndarray, edges: np.ndarray, seed: np.ndarray) -> np.ndarray:
@@ -376,26 +384,52 @@ def add_levels(trans: np.ndarray, matches: np.ndarray, rank: np.ndarray, counts:
 def _least_counts(trans: np.ndarray, inc: np.ndarray, start: int) -> np.ndarray:
     """Per state, the smallest count a lexeme reaching it can have (:data:`NEVER` where unreachable)."""
     best = np.full(trans.shape[0], NEVER, dtype=np.int64)
-    best[0] = start
-    todo = deque([0])
-    while todo:
-        q = todo.popleft()
-        row = trans[q]
-        for b in np.flatnonzero(row >= 0).tolist():
-            t, cost = int(row[b]), best[q] + int(inc[q, b])
-            if cost < best[t]:
-                best[t] = cost
-                if cost == best[q]:
-                    todo.appendleft(t)
-                else:
-                    todo.append(t)
+    _fewest(np.ascontiguousarray(trans, dtype=np.int32), np.ascontiguousarray(inc, dtype=np.uint8), start, best)
     return best
+
+
+@nb.njit(cache=True)
+def _fewest(trans, inc, start, best):  # pragma: no cover - compiled
+    """Shortest paths from state 0 (at ``start``) over edges of weight ``inc`` (0 or 1) into ``best``, a count at a
+    time: the states of one count (closed over edges that add nothing) before those of the next."""
+    n = trans.shape[0]
+    done = np.zeros(n, dtype=np.bool_)
+    now = np.empty(2 * n + 1, dtype=np.int64)  # a state is put at most twice: at one count, then at one less
+    later = np.empty(2 * n + 1, dtype=np.int64)
+    best[0] = start
+    now[0] = 0
+    n_now = 1
+    count = start
+    while n_now:
+        n_later = 0
+        while n_now:
+            n_now -= 1
+            q = now[n_now]
+            if done[q] or best[q] != count:
+                continue
+            done[q] = True
+            for b in range(256):
+                t = trans[q, b]
+                if t < 0:
+                    continue
+                cost = count + inc[q, b]
+                if cost < best[t]:
+                    best[t] = cost
+                    if cost == count:
+                        now[n_now] = t
+                        n_now += 1
+                    else:
+                        later[n_later] = t
+                        n_later += 1
+        now, later = later, now
+        n_now = n_later
+        count += 1
 
 
 def _most_counts(trans: np.ndarray, inc: np.ndarray, start: int) -> np.ndarray:
     """Per state, the largest count a lexeme reaching it can have (:data:`NEVER` past a cycle that adds units; -1
     where unreachable), over the transitions ``trans`` (-1: none)."""
-    comp = _components(trans)
+    comp = components(trans)
     n_comps = int(comp.max(initial=-1)) + 1
     sources, symbols = np.nonzero(trans >= 0)
     targets = trans[sources, symbols]
@@ -406,13 +440,22 @@ def _most_counts(trans: np.ndarray, inc: np.ndarray, start: int) -> np.ndarray:
     best = np.full(n_comps, -1, dtype=np.int64)
     best[comp[0]] = start
     order = np.argsort(comp[sources])[::-1]  # Tarjan numbers components sinks first: sources of edges first
-    for e in order[~inside[order]].tolist():
-        a, b = comp[sources[e]], comp[targets[e]]
+    order = order[~inside[order]]
+    _longest(comp[sources[order]], comp[targets[order]], adds[order], growing, best)
+    best[growing & (best >= 0)] = NEVER
+    return best[comp]
+
+
+@nb.njit(cache=True)
+def _longest(froms, tos, adds, growing, best):  # pragma: no cover - compiled
+    """Longest counts along the edges between components (``froms[e]`` to ``tos[e]``, adding ``adds[e]``), taken in
+    an order where every edge into a component comes before the edges out of it; :data:`NEVER` past a component
+    that grows the count."""
+    for e in range(froms.shape[0]):
+        a, b = froms[e], tos[e]
         if best[a] < 0:
             continue
         if growing[a] or best[a] >= NEVER:
             best[b] = NEVER
         elif best[b] < NEVER:
             best[b] = max(best[b], best[a] + adds[e])
-    best[growing & (best >= 0)] = NEVER
-    return best[comp]

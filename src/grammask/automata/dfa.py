@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+import numba as nb
 import numpy as np
 
 from grammask.automata.regex import ByteNFA
@@ -279,52 +280,74 @@ def successors(trans: np.ndarray) -> list[list[int]]:
     return [targets[a:b].tolist() for a, b in zip(indptr[:-1].tolist(), indptr[1:].tolist())]
 
 
-def components(succ: list[list[int]], deadline: Deadline = NO_DEADLINE) -> list[int]:
-    """The strongly connected component of every state (Tarjan's algorithm, iterative), numbered in the order
-    found: an edge never leads to a component of a higher number.
+def components(trans: np.ndarray, deadline: Deadline = NO_DEADLINE) -> np.ndarray:
+    """The strongly connected component of every state of a transition table (-1: none), by Tarjan's algorithm
+    over each state's distinct successors in :func:`successors` order, numbered in the order found: an edge never
+    leads to a component of a higher number.
 
     Raises :class:`~grammask.errors.CompileTimeoutError` once ``deadline`` has passed.
     """
-    n = len(succ)
-    index = [-1] * n
-    low = [0] * n
-    on_stack = [False] * n
-    comp = [-1] * n
-    stack: list[int] = []
+    deadline.check("the automaton's cycles")
+    indptr, targets = _successors(trans)
+    return _tarjan(indptr.astype(np.int64), targets.astype(np.int64))
+
+
+@nb.njit(cache=True)
+def _tarjan(indptr, targets):  # pragma: no cover - compiled
+    """Tarjan's algorithm, iterative, over successor lists in CSR form."""
+    n = indptr.shape[0] - 1
+    index = np.full(n, -1, dtype=np.int64)
+    low = np.zeros(n, dtype=np.int64)
+    on_stack = np.zeros(n, dtype=np.bool_)
+    comp = np.full(n, -1, dtype=np.int64)
+    stack = np.empty(n, dtype=np.int64)
+    work_state = np.empty(n + 1, dtype=np.int64)  # the depth-first path: a state and its next edge
+    work_edge = np.empty(n + 1, dtype=np.int64)
+    sp = 0
     counter = 0
     found = 0
     for root in range(n):
         if index[root] >= 0:
             continue
-        work = [(root, 0)]
-        while work:
-            v, i = work.pop()
+        work_state[0] = root
+        work_edge[0] = 0
+        depth = 1
+        while depth:
+            depth -= 1
+            v = work_state[depth]
+            i = work_edge[depth]
             if i == 0:
                 index[v] = low[v] = counter
                 counter += 1
-                stack.append(v)
+                stack[sp] = v
+                sp += 1
                 on_stack[v] = True
-            edges = succ[v]
-            while i < len(edges):
-                w = edges[i]
+            descended = False
+            while i < indptr[v + 1] - indptr[v]:
+                w = targets[indptr[v] + i]
                 i += 1
                 if index[w] < 0:
-                    work.append((v, i))
-                    work.append((w, 0))
+                    work_state[depth] = v
+                    work_edge[depth] = i
+                    work_state[depth + 1] = w
+                    work_edge[depth + 1] = 0
+                    depth += 2
+                    descended = True
                     break
                 if on_stack[w]:
                     low[v] = min(low[v], index[w])
-            else:
-                if low[v] == index[v]:
-                    deadline.check("the automaton's cycles")
-                    while True:
-                        w = stack.pop()
-                        on_stack[w] = False
-                        comp[w] = found
-                        if w == v:
-                            break
-                    found += 1
-                if work:
-                    parent = work[-1][0]
-                    low[parent] = min(low[parent], low[v])
+            if descended:
+                continue
+            if low[v] == index[v]:
+                while True:
+                    sp -= 1
+                    w = stack[sp]
+                    on_stack[w] = False
+                    comp[w] = found
+                    if w == v:
+                        break
+                found += 1
+            if depth:
+                parent = work_state[depth - 1]
+                low[parent] = min(low[parent], low[v])
     return comp

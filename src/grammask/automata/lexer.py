@@ -484,7 +484,7 @@ def reach_union(trans: np.ndarray, rows: np.ndarray, deadline: Deadline = NO_DEA
     """
     if rows.size == 0:
         return rows.copy()
-    return _unpack(_reach_bits(successors(trans), _pack(rows), deadline), rows.shape[1])
+    return _unpack(_reach_bits(trans, successors(trans), _pack(rows), deadline), rows.shape[1])
 
 
 def alive(trans: np.ndarray, matches: np.ndarray, strict: bool) -> np.ndarray:
@@ -492,7 +492,7 @@ def alive(trans: np.ndarray, matches: np.ndarray, strict: bool) -> np.ndarray:
     if matches.size == 0:
         return matches.copy()
     succ = successors(trans)
-    reach = _reach_bits(succ, _pack(matches), NO_DEADLINE)
+    reach = _reach_bits(trans, succ, _pack(matches), NO_DEADLINE)
     if strict:
         after = []
         for nexts in succ:
@@ -516,10 +516,10 @@ def _unpack(bits: list[int], width: int) -> np.ndarray:
     return np.unpackbits(data.reshape(len(bits), nbytes), axis=1, count=width, bitorder="little").astype(bool)
 
 
-def _reach_bits(succ: list[list[int]], bits: list[int], deadline: Deadline) -> list[int]:
-    """Per state, the OR of ``bits`` over the states reachable from it: one pass over the strongly connected
-    components, each after those its edges lead to."""
-    comp = components(succ, deadline)
+def _reach_bits(trans: np.ndarray, succ: list[list[int]], bits: list[int], deadline: Deadline) -> list[int]:
+    """Per state, the OR of ``bits`` over the states reachable from it (``succ``: :func:`successors` of ``trans``):
+    one pass over the strongly connected components, each after those its edges lead to."""
+    comp = components(trans, deadline).tolist()
     members: list[list[int]] = [[] for _ in range(max(comp, default=-1) + 1)]
     for q, c in enumerate(comp):
         members[c].append(q)

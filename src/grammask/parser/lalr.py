@@ -120,29 +120,39 @@ def lalr_tables(rules: list[tuple[int, tuple[int, ...]]], n_terminals: int, n_no
         direct[k] = bits
     direct[nt_index[0, base + start]] |= 1 << n_terminals
     check("the parse tables")
+    # A nonterminal transition (p, A) includes and looks back through the items of p's closure whose rule is A's: the
+    # kernel's and, A being predicted there, every rule of A from its start.
+    nullable_after = _nullable_after(rules, first_item, nullable, base)
     includes: list[list[int]] = [[] for _ in nt_list]
-    lookahead: dict[tuple[int, int], int] = {}
     lookback: list[list[tuple[int, int]]] = [[] for _ in nt_list]
+    kernel_by_lhs: dict[int, list[int]] = {}
+    last = -1
     for k, (p, sym) in enumerate(nt_list):
+        if p != last:
+            last = p
+            kernel_by_lhs = {}
+            for i in kernels[p]:
+                if i != first_item[item_rule[i]]:
+                    kernel_by_lhs.setdefault(rules[item_rule[i]][0], []).append(i)
         lhs = sym - base
-        for i in closures[p]:
-            r = item_rule[i]
-            if rules[r][0] != lhs:
-                continue
-            rhs = rules[r][1]
-            dot = i - first_item[r]
+        for i in [*kernel_by_lhs.get(lhs, ()), *(first_item[r] for r in by_lhs[lhs])]:
+            start_item = i
             state = p
-            for d in range(dot, len(rhs)):
-                x = rhs[d]
-                if x >= base and all(y >= base and nullable[y - base] for y in rhs[d + 1:]):
+            x = item_next[i]
+            while x >= 0:
+                if x >= base and nullable_after[i]:
                     includes[nt_index[state, x]].append(k)
                 state = trans[state][x]
-            if dot == 0:
+                i += 1
+                x = item_next[i]
+            r = item_rule[i]
+            if start_item == first_item[r]:
                 lookback[k].append((state, r))
     read_sets, cyclic = _digraph(reads, direct)
     if cyclic:
         return None  # lark's follow sets then share set objects across the cycle: left to lark
     follow, _ = _digraph(includes, read_sets)
+    lookahead: dict[tuple[int, int], int] = {}
     for k, pairs in enumerate(lookback):
         for key in pairs:
             lookahead[key] = lookahead.get(key, 0) | follow[k]
@@ -156,14 +166,8 @@ def lalr_tables(rules: list[tuple[int, tuple[int, ...]]], n_terminals: int, n_no
                 goto[p, sym - base] = q
             else:
                 action[p, sym] = q
-    for (p, r), bits in lookahead.items():
-        if r == n_rules - 1:
-            continue  # the root rule never reduces: the end of input is accepted instead
-        terms = _bits(bits)
-        row = action[p, terms]
-        if (row != ERROR).any():
-            return None
-        action[p, terms] = -r - 2
+    if not _put_reductions(action, lookahead, n_terminals + 1):
+        return None
     end_state = trans[0][base + start]
     return LALRTables(action, goto, end_state)
 
@@ -178,6 +182,36 @@ def _nullable(rules: list[tuple[int, tuple[int, ...]]], n_nonterminals: int, bas
             if not nullable[lhs] and all(s >= base and nullable[s - base] for s in rhs):
                 nullable[lhs] = changed = True
     return nullable
+
+
+def _nullable_after(rules: list[tuple[int, tuple[int, ...]]], first_item: list[int], nullable: list[bool],
+                    base: int) -> list[bool]:
+    """Per item before a symbol, whether every symbol after that one derives the empty string."""
+    out = [False] * first_item[-1]
+    for r, (_, rhs) in enumerate(rules):
+        ok = True
+        for d in range(len(rhs) - 1, -1, -1):
+            out[first_item[r] + d] = ok
+            ok = ok and rhs[d] >= base and nullable[rhs[d] - base]
+    return out
+
+
+def _put_reductions(action: np.ndarray, lookahead: dict[tuple[int, int], int], width: int) -> bool:
+    """Write each reduction (state, rule) on the terminals of its lookahead bit set into ``action``; False (and
+    ``action`` partly written) where one meets a shift or another reduction."""
+    if not lookahead:
+        return True
+    n_bytes = (width + 7) // 8
+    blob = b"".join(bits.to_bytes(n_bytes, "little") for bits in lookahead.values())
+    bits = np.unpackbits(np.frombuffer(blob, np.uint8).reshape(len(lookahead), n_bytes), axis=1, bitorder="little")
+    rows, terms = np.nonzero(bits[:, :width])
+    keys = np.array(list(lookahead), dtype=np.int64).reshape(-1, 2)
+    cells = keys[rows, 0] * width + terms
+    flat = action.reshape(-1)
+    if (flat[cells] != ERROR).any() or np.unique(cells).size < cells.size:
+        return False
+    flat[cells] = -keys[rows, 1] - 2
+    return True
 
 
 def _expansions(rules, by_lhs: list[list[int]], first_item: list[int], base: int) -> list[tuple[int, ...]]:

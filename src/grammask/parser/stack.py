@@ -20,9 +20,10 @@ class LRRunner:
 
     def __init__(self, tables: ParseTables):
         self.tables = tables
-        # Python lists: indexing them is several times faster than NumPy scalar access.
-        self.action = tables.action.tolist()
-        self.goto = tables.goto.tolist()
+        # Rows as Python lists (indexing them is several times faster than NumPy scalar access), each converted when
+        # first fed: a schema's goto table can hold millions of cells, and a matcher visits few of its states.
+        self.action: list[list[int] | None] = [None] * tables.action.shape[0]
+        self.goto: list[list[int] | None] = [None] * tables.goto.shape[0]
         self.rule_len = tables.rule_len.tolist()
         self.rule_lhs = tables.rule_lhs.tolist()
         self.end = tables.end
@@ -32,7 +33,8 @@ class LRRunner:
         """The stack after shifting ``terminal`` (reductions included), or None if it is a syntax error."""
         action = self.action
         while True:
-            code = action[stack[0]][terminal]
+            state = stack[0]
+            code = (action[state] or self._action_row(state))[terminal]
             if code >= 0:
                 return (code, stack)
             if code == ERROR:
@@ -40,7 +42,16 @@ class LRRunner:
             rule = -code - 2
             for _ in range(self.rule_len[rule]):
                 stack = stack[1]
-            stack = (self.goto[stack[0]][self.rule_lhs[rule]], stack)
+            state = stack[0]
+            stack = ((self.goto[state] or self._goto_row(state))[self.rule_lhs[rule]], stack)
+
+    def _action_row(self, state: int) -> list[int]:
+        row = self.action[state] = self.tables.action[state].tolist()
+        return row
+
+    def _goto_row(self, state: int) -> list[int]:
+        row = self.goto[state] = self.tables.goto[state].tolist()
+        return row
 
     def feed_all(self, stack: Stack, terminals) -> Stack | None:
         """Feed a sequence of terminals; None as soon as one is an error."""

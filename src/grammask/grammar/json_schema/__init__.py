@@ -22,6 +22,7 @@ from grammask.errors import (
     UnsupportedSchemaError,
     check_timeout,
 )
+from grammask.gc_pause import collector_paused
 from grammask.grammar.ir import Grammar
 from grammask.grammar.json_schema.emit import Emitter
 from grammask.grammar.json_schema.options import SchemaOptions
@@ -31,6 +32,7 @@ from grammask.grammar.lark_export import check_lalr
 __all__ = ["SchemaOptions", "grammar_from_json_schema"]
 
 
+@collector_paused()
 def grammar_from_json_schema(
     schema: object, options: SchemaOptions | None = None, *, name: str = "json_schema", timeout: float | None = None,
     **settings: object,

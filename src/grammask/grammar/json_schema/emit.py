@@ -299,11 +299,12 @@ class Emitter:
         colon = self.punct.colon()
         for name, extras, names_key, declared, layout in self._extra_slots.values():
             by_value: dict[Node, list[tuple]] = {}
+            names = self.strings.within(names_key)
             for member in self.strings.terminal_members():
+                if member not in names:
+                    continue
                 language = self.strings.members[member]
                 if language.kind == "literal" and language.text in declared:
-                    continue
-                if not self.strings.subset(member, names_key):
                     continue
                 node = extras_value(extras, lambda pattern, m=member: self.strings.subset(m, pattern.key), self.allow_implicit)
                 if node is not None:

@@ -37,6 +37,9 @@ class Family:
         self.members: dict[tuple, Language] = {}
         self._subset: dict[tuple[tuple, tuple], bool] = {}
         self._wide: tuple[int, list[tuple]] | None = None
+        self._terminals: tuple[int, list[tuple]] | None = None
+        self._within: dict[tuple, frozenset[tuple]] = {}
+        self._within_size = 0
         self.closed = True
 
     def add(self, language: Language) -> tuple:
@@ -59,11 +62,10 @@ class Family:
         """Add the intersection of every two overlapping members neither of which contains the other."""
         pending = list(self.members)
         done: list[tuple] = []
+        done_sets: list[tuple] = []  # the members of done that are not single strings
         while pending:
             a = pending.pop()
-            for b in done:
-                if _single(a) and _single(b):
-                    continue  # two strings: disjoint
+            for b in done_sets if _single(a) else done:  # two single strings are disjoint
                 self.deadline.check("the overlaps of the JSON Schema's languages")
                 if self.subset(a, b) or self.subset(b, a):
                     continue
@@ -72,15 +74,33 @@ class Family:
                     self.members[both.key] = both
                     pending.append(both.key)
             done.append(a)
+            if not _single(a):
+                done_sets.append(a)
         self.closed = True
 
     def contained_in(self, keys) -> list[tuple]:
-        """The non-empty members contained in at least one of the members ``keys``."""
-        return [m for m in self.terminal_members() if any(self.subset(m, k) for k in keys)]
+        """The non-empty members contained in at least one of the members ``keys``, in the members' order."""
+        found = frozenset().union(*(self.within(k) for k in keys))
+        return [m for m in self.terminal_members() if m in found]
+
+    def within(self, key: tuple) -> frozenset[tuple]:
+        """The non-empty members contained in the member ``key`` (remembered until the members change)."""
+        if self._within_size != len(self.members):
+            self._within, self._within_size = {}, len(self.members)
+        found = self._within.get(key)
+        if found is None:
+            if _single(key):  # a single string holds only itself
+                found = frozenset((key,))
+            else:
+                found = frozenset(m for m in self.terminal_members() if self.subset(m, key))
+            self._within[key] = found
+        return found
 
     def terminal_members(self) -> list[tuple]:
-        """The members that need a terminal (all but the empty language)."""
-        return [m for m, language in self.members.items() if not language.is_empty()]
+        """The members that need a terminal (all but the empty language; remembered until the members change)."""
+        if self._terminals is None or self._terminals[0] != len(self.members):
+            self._terminals = (len(self.members), [m for m, language in self.members.items() if not language.is_empty()])
+        return self._terminals[1]
 
     def priority(self, key: tuple) -> int:
         """The number of members strictly containing ``key``: smaller languages rank higher."""

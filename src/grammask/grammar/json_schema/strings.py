@@ -349,7 +349,7 @@ class StringSet:
         if self.kind == "regular" and self._node is None:
             self._node = dfa_to_ast(self.dfa, deadline)
         node = self.node
-        body = render_regex(node, json_char_atom)
+        body = render_regex(node, _atom)
         pattern = '"' + (f"(?:{body})" if isinstance(node, Alt) else body) + '"'
         dfa = self.dfa
         if not dfa.is_empty():
