@@ -12,11 +12,15 @@ import warnings
 from pathlib import Path
 
 import lark
+import numpy as np
 import pytest
 from conftest import get_vocab
+from contextual_oracle import ContextualOracle
+from mask_check import check_cuts
 from test_contextual import _check_masks
 
 from grammask import Grammar, compile
+from grammask.automata.lexer import build_lexer
 from grammask.mask_tables import build_front
 
 # " #ab" runs on as a COMMENT until a line break; at ";" it dies and falls back to the ignored WS, and "#ab" is lexed
@@ -36,6 +40,21 @@ COMMENT: / *#[a-w]*\n/
 """
 DASH_DOCS = ["k ab-1;", "k ab-1!;", "k ab-1!-2;", "m 1 2; #x;", "k a; #x;", "#ab\nk a;", "k a #ab\n;", "k a #ab;", "k ab-1-", "k ab-",
              "k a #x;", "#x;#x;"]
+
+# ":f" runs on as a DOC; at "o" it dies and falls back to SEP, after which the next mode depends on the stack: after
+# "a" only NAME may follow (so "for" is a NAME there), after "b" only FOR (so "fox" fails). The two modes lex "fo" into
+# different states, so the fallback's restart is picked by the mode the parser reaches after SEP (a parting state).
+PARTED = r"""
+start: s+
+s: "a" (SEP | DOC) NAME ";" | "b" (SEP | DOC) FOR ";"
+SEP: ":"
+DOC: /:f"[^"]*"/
+NAME: /[a-z]+/
+FOR: "for"
+%ignore " "
+"""
+PARTED_DOCS = ["a:for;", "b:for;", "a:fox;", "b:fox;", 'a:f"x"y;', 'b:f"x"for;', "a:f;", "b:f;", "a:fo;", "a:for;b:for;",
+               "b:for;a:fox;", "b: for;", "a:f", "b:fo"]
 
 LARK_GRAMMAR = Path(lark.__file__).parent / "grammars" / "lark.lark"
 # Lark accepts it (WS_INLINE, then _NL; the whitespace run is a prefix of COMMENT that dies at "R"); main refused "RE"
@@ -76,6 +95,48 @@ def test_verdicts_equal_larks(doc):
     vocab = get_vocab("smollm2")
     _, compiled = _compiled(DASH)
     assert _grammask_accepts(compiled, vocab, doc) == _lark_accepts(DASH, doc), doc
+
+
+def test_a_fallback_whose_modes_part_is_kept():
+    grammar = Grammar.from_lark(PARTED, lexer="contextual")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # the fallback to SEP is kept, with a restart per mode after it
+        front = build_front(grammar)
+    lexer = front.lexer
+    assert lexer.part_row is not None
+    heads = np.flatnonzero(lexer.part_row >= 0)
+    assert len(heads) == 1 and lexer.terminals[lexer.parting[heads[0]]] == "SEP"
+    members = lexer.parts[lexer.part_row[heads[0]], 1:]
+    assert len(set(members.tolist())) == 2 and (lexer.part_bits[members] != 0).all()
+
+
+def test_grammars_without_parting_pay_nothing():
+    lexer = build_front(Grammar.from_lark(DASH, lexer="contextual")).lexer
+    assert lexer.part_row is None and lexer.parts is None and lexer.part_bits is None
+
+
+@pytest.mark.parametrize("vocab_name", ["smollm2", "llama2"])
+def test_parted_verdicts_equal_larks(vocab_name):
+    vocab = get_vocab(vocab_name)
+    _, compiled = _compiled(PARTED, vocab_name)
+    wrong = [doc for doc in PARTED_DOCS if _grammask_accepts(compiled, vocab, doc) != _lark_accepts(PARTED, doc)]
+    assert not wrong
+    assert _lark_accepts(PARTED, "a:for;") and not _lark_accepts(PARTED, "b:fox;")
+
+
+def test_parted_masks_equal_oracle_at_every_cut():
+    vocab = get_vocab("smollm2")
+    grammar, compiled = _compiled(PARTED)
+    oracle = ContextualOracle(PARTED, grammar, build_lexer(grammar).rank, vocab)
+    for doc in PARTED_DOCS:
+        ids = vocab.encode(doc)
+        if vocab.decode(ids) == doc.encode() and _lark_accepts(PARTED, doc):
+            check_cuts(compiled, oracle, vocab, ids, list(range(len(ids) + 1)))
+
+
+def test_parted_masks_equal_oracle_sampled():
+    docs = [d for d in PARTED_DOCS if _lark_accepts(PARTED, d)]
+    assert _check_masks(PARTED, docs, "smollm2", n_prefixes=60, seed=7) >= 60
 
 
 def test_lark_lark_document_that_backs_up():

@@ -53,7 +53,7 @@ if TYPE_CHECKING:
     from grammask.errors import Deadline
     from grammask.vocab import Vocabulary
 
-FORMAT_VERSION = 9
+FORMAT_VERSION = 10
 
 _GROWING = ("pair_mask", "pair_marks", "masks", "marks_ptr", "marks", "state_class", "state_lcp", "state_dep",
             "dep_word_ptr", "dep_words", "dep_bits", "class_seq_ptr", "class_seq_terms", "class_follow")
@@ -444,7 +444,9 @@ class _StateBuilder:
             else:
                 entries, seq, ends = walk_contextual(trie, lexer.trans, lexer.accept, lexer.restart, lexer.ignored,
                                                      parser_term, lexer.branch_ptr, lexer.branch_start, q, self.seqs,
-                                                     self.sup, work, self.may, self.newline, self.bans, lexer.alt)
+                                                     self.sup, work, self.may, self.newline, self.bans, lexer.alt,
+                                                     None if lexer.part_row is None else
+                                                     (lexer.part_row, lexer.parts, lexer.part_bits))
         if len(self.slots) < len(self.seqs) * self.n_follow:
             self.slots = np.full(2 * len(self.seqs) * self.n_follow, -1, dtype=np.int32)
         walk, fresh = group_walk(trie.token_ids[entries], trie.entry_first[entries], seq, ends, self.state_follow,
