@@ -21,6 +21,7 @@ from test_contextual import _check_masks
 
 from grammask import Grammar, compile
 from grammask.automata.lexer import build_lexer
+from grammask.compiler import clear_caches
 from grammask.mask_tables import build_front
 
 # " #ab" runs on as a COMMENT until a line break; at ";" it dies and falls back to the ignored WS, and "#ab" is lexed
@@ -155,3 +156,18 @@ def test_masks_equal_oracle_dash():
 def test_masks_equal_oracle_lark_lark():
     text = LARK_GRAMMAR.read_text()
     assert _check_masks(text, [LARK_DOC], "smollm2", n_prefixes=30, seed=2) >= 30
+
+
+def test_parting_states_survive_the_disk_cache(tmp_path):
+    vocab = get_vocab("smollm2")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        grammar = Grammar.from_lark(PARTED, lexer="contextual")
+        first = compile(grammar, vocab, cache=tmp_path)
+        clear_caches()
+        second = compile(grammar, vocab, cache=tmp_path)
+    assert second.stats.from_cache
+    built, loaded = first._engine.lexer, second._engine.lexer
+    for field in ("part_row", "parts", "part_bits"):
+        assert np.array_equal(getattr(built, field), getattr(loaded, field)), field
+    assert _grammask_accepts(second, vocab, "a:for;") and not _grammask_accepts(second, vocab, "b:fox;")
