@@ -235,9 +235,9 @@ def _with_fallbacks(grammar: Grammar, lexer: LexerAutomaton) -> tuple[LexerAutom
     if made.cut:
         _warn_no_fallback(grammar, sorted(made.cut), lexer, f"after more than {MAX_DEPTH} lexemes read past the match")
     if made.parted:
-        _warn_no_fallback(grammar, sorted(made.parted), lexer, "inside the text read past another match that backs up, "
-                          "where the contextual lexer's next mode after it decides how the text after it lexes (pass "
-                          "lexer='basic')")
+        _warn_no_fallback(grammar, sorted(made.parted), lexer, "where the contextual lexer's next mode after it decides "
+                          "how the text after it lexes and the match is itself inside the text read past another match "
+                          "or its terminal looks past its lexeme (pass lexer='basic')")
     return backed, made.origin if made.added else None
 
 

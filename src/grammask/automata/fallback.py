@@ -135,7 +135,8 @@ def ends_allowed(trans: np.ndarray, accept: np.ndarray, trailing: tuple[tuple[in
 
 
 def add_fallbacks(trans: np.ndarray, accept: np.ndarray, restart: np.ndarray, allowed: np.ndarray,
-                  produce: np.ndarray, branches: list[list[int]] | None = None) -> Fallbacks | None:
+                  produce: np.ndarray, branches: list[list[int]] | None = None,
+                  looks_past: frozenset[int] = frozenset()) -> Fallbacks | None:
     """The lexer DFA ``trans``/``accept`` (every next lexeme starting in ``restart[q]``, a state with an empty
     lexeme; ``allowed`` from :func:`ends_allowed`; ``produce`` its Prod rows) with Lark's fallbacks as states; None where no text can take a
     fallback (the automaton stays as it is).
@@ -145,11 +146,13 @@ def add_fallbacks(trans: np.ndarray, accept: np.ndarray, restart: np.ndarray, al
     the text after it is lexed from each of them: if every one reaches the same state (the modes lex the rest alike),
     that state is the restart, else a parting state leads to one fallback state per group of options that agree
     (see :class:`Fallbacks`). Where a lexeme of a fallback's chain is such a terminal and the modes part, the fallback
-    is not kept there and the terminal is named in ``parted``.
+    is not kept there and the terminal is named in ``parted``; so is one whose match is of a terminal in
+    ``looks_past`` (a contextual lexer's terminals with trailing context: its bans only cover the bytes that do not
+    extend a lexeme, so they cannot say whether the match may end before one that does).
 
     Raises :class:`FallbackLimit` where the fallbacks need more than :data:`MAX_NEW_STATES` states.
     """
-    built = _Builder(trans, accept, restart, allowed, produce, branches or [])
+    built = _Builder(trans, accept, restart, allowed, produce, branches or [], looks_past)
     built.run()
     return built.result()
 
@@ -214,8 +217,9 @@ def can_die(trans: np.ndarray, accept: np.ndarray, starts: frozenset[int] = froz
 
 class _Builder:
     def __init__(self, trans: np.ndarray, accept: np.ndarray, restart: np.ndarray, allowed: np.ndarray,
-                 produce: np.ndarray, branches: list[list[int]]):
+                 produce: np.ndarray, branches: list[list[int]], looks_past: frozenset[int]):
         self.n = len(accept)
+        self.looks_past = looks_past
         self.produce = produce
         self.n_terms = produce.shape[1]
         self.trans = trans.tolist()
@@ -268,6 +272,9 @@ class _Builder:
         tails = [self.step(start, byte) for start in self.branches[term]]
         if len(set(tails)) == 1:
             return -1 if tails[0] < 0 else self.state(nxt, term, tails[0])
+        if term in self.looks_past:
+            self.parted.add(term)
+            return -1
         members = tuple(-1 if tail < 0 else self.state(nxt, term, tail, sum(1 << k for k, t in enumerate(tails)
                                                                              if t == tail)) for tail in tails)
         if len(set(members)) == 1:

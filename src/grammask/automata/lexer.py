@@ -342,7 +342,8 @@ def with_fallbacks(lexer: LexerAutomaton) -> tuple[LexerAutomaton, Fallbacks | N
         allowed = np.vstack([~lexer.ban, np.ones((1, 257), dtype=bool)])[lexer.ban_row]
     branches = [list(options.values()) for options in lexer.branch_options]
     try:
-        made = add_fallbacks(lexer.trans, lexer.accept, lexer.restarts, allowed, lexer.produce, branches)
+        looks_past = frozenset() if lexer.ban is None else frozenset(lexer.accept[lexer.ban_row >= 0].tolist())
+        made = add_fallbacks(lexer.trans, lexer.accept, lexer.restarts, allowed, lexer.produce, branches, looks_past)
     except FallbackLimit as e:
         return lexer, None, str(e)
     if made is None or not made.added:
