@@ -261,12 +261,9 @@ def test_python_masks_equal_oracle_on_stdlib():
 
 
 @pytest.mark.slow
-@pytest.mark.xfail(strict=True, reason="SynCode's Python _NL (a comment or long string may follow the line break) "
-                   "falls back to a match after which the next mode depends on the stack, and the modes lex the text "
-                   "after it apart (r of re, f of for): grammask's lexer does not back up there yet, the oracle does "
-                   "(docs/architecture.md, 'The lexing rule'); the first sampled document differs after '#…\\n' + 're'")
 def test_syncode_python_masks_equal_oracle():
-    """SynCode's Python at 1,000 prefixes of sampled documents the contextual lexer accepts."""
+    """SynCode's Python at 1,000 prefixes of sampled documents the contextual lexer accepts (its ``_NL`` falls back to
+    a match after which the modes lex the text apart: r of re, f of for)."""
     if SYNCODE_PYTHON is None or not SYNCODE_PYTHON.exists():
         pytest.skip("SynCode's grammars are not in shared/data/syncode-grammars")
     text = SYNCODE_PYTHON.read_text()

@@ -49,6 +49,7 @@ MAX_ALIASES = 1 << 16
 _MAX_OPTIONS = 63  # modes a terminal's next lexeme may start in: one bit each in an alias's int64 set
 _MAX_DEPTH = 4096  # splits open at once: at most one per byte of a token
 _FALLS = np.int64(1) << 40  # a mode's kind where it enters fallback state q: _FALLS + q (its own group)
+_MODES, _PARTS = 0, 1  # kinds of split: modes that part ways, a parting state's members
 
 
 class Superpositions:
@@ -74,7 +75,7 @@ class Superpositions:
         self.alias_mask = np.zeros(MAX_ALIASES, dtype=np.int64)
         self.alias_slots = np.full(2 * MAX_ALIASES, -1, dtype=np.int64)
         self.counts = np.zeros(2, dtype=np.int64)  # pending, aliases
-        self.frames = np.empty((_MAX_DEPTH, 3), dtype=np.int64)  # open splits: node, option, options
+        self.frames = np.empty((_MAX_DEPTH, 4), dtype=np.int64)  # open splits: node, option, options, kind
 
     def grow(self) -> None:
         """Double the pending table (rehashing its index); raises :class:`~grammask.errors.GrammarError` past its bound."""
@@ -101,6 +102,7 @@ def walk_contextual(
     parser_term: np.ndarray, branch_ptr: np.ndarray, branch_start: np.ndarray, start: int, seqs: SequenceTable,
     sup: Superpositions, work: TrieWalk, may: tuple[np.ndarray, np.ndarray], newline: NewlineWidths | None = None,
     bans: tuple[np.ndarray, np.ndarray] | None = None, alt: np.ndarray | None = None,
+    parting: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Lex every token from lexer state ``start`` of a contextual lexer: ``(entries, seq, end)`` as
     :func:`~grammask.spanner.walk_alive` reports them, an entry possibly several times (once per lexer state
@@ -118,7 +120,9 @@ def walk_contextual(
     some bytes), None if it has none. ``alt`` (Lark's fallbacks, ``LexerAutomaton.alt``; None: none): a token that
     leaves a fallback pending is reported twice, the second time as the reading where its long lexeme dies right
     after it (see :func:`~grammask.spanner.walk_alive`); fallback states are never superposed (a mode entering one
-    is split off). Raises :class:`~grammask.errors.GrammarError` when a table outgrows its bound
+    is split off). ``parting`` (the lexer's ``(part_row, parts, part_bits)``; None: no parting states): the walk splits
+    at a parting state, once per member, and a member's fallback emits its terminal as the alias of the branch
+    options it serves. Raises :class:`~grammask.errors.GrammarError` when a table outgrows its bound
     (a grammar with very many modes)."""
     newline = newline or NO_NEWLINE
     ctx_base = newline.base if newline.terminal >= 0 else np.iinfo(np.int64).max
@@ -126,6 +130,9 @@ def walk_contextual(
     ban_row, ban = bans or (np.full(trans.shape[0], -1, dtype=np.int32), np.zeros((1, 257), dtype=np.bool_))
     if alt is None:
         alt = np.full(trans.shape[0], -1, dtype=np.int32)
+    if parting is None:
+        parting = (np.full(trans.shape[0], -1, dtype=np.int32), np.zeros((1, 1), dtype=np.int32),
+                   np.zeros(trans.shape[0], dtype=np.int64))
     room = len(trie.token_ids) + 1
     while True:
         seqs.ensure_room(room)
@@ -133,7 +140,7 @@ def walk_contextual(
             trie.node_byte, trie.node_parent, trie.node_end, trie.node_tok_ptr, trans, accept, restart, ignored,
             parser_term, branch_ptr, branch_start, np.int32(start), seqs.slots, seqs.parent, seqs.last,
             seqs.count, np.int64(seqs.n_terms), work.state, work.seq, *work.out, *work.cache(), sup.frames,
-            *sup.arrays(), ctx, newline.byte_width, work.width, ban_row, ban, may, alt,
+            *sup.arrays(), ctx, newline.byte_width, work.width, ban_row, ban, may, alt, *parting,
         )
         if status == _DONE:
             return entries, seq, end
@@ -305,8 +312,22 @@ def _banned(s, b, ban_row, ban):
 
 
 @nb.njit(cache=True)
+def _emit_fallen(state, ended, seq, slots, parent, last, count, n_terms, capacity, may, a_term, a_mask, a_slots,
+                 counts, base, ctx, parser_term, part_bits):
+    """Sequence ``seq`` followed by pending terminal ``ended`` of fallback or chain ``state`` (the alias of the branch
+    options a parting state's member serves), as :func:`_append` gives it; ``seq`` for an ignored one."""
+    if part_bits[state] != 0:
+        return _with_alias(ended, part_bits[state], seq, slots, parent, last, count, n_terms, capacity, a_term, a_mask,
+                           a_slots, counts, base, ctx, may, parser_term)
+    pt = _item(ended, parser_term, ctx)
+    if pt < 0:
+        return seq
+    return _append(seq, pt, slots, parent, last, count, n_terms, capacity, may, a_term, a_mask, base, ctx, parser_term)
+
+
+@nb.njit(cache=True)
 def _fallen(state, seq, width, accept, restart, alt, parser_term, ctx, slots, parent, last, count, n_terms, capacity,
-            may, a_term, a_mask, base):
+            may, a_term, a_mask, a_slots, counts, base, part_bits):
     """The sequence emitted, after ``seq``, where fallback ``state``'s long lexeme dies (its earlier match, then the
     lexemes its chain completed; their restarts never branch): -1 when a table must grow first, :data:`_NO_PARSE`
     where no parser state or Lark's indenter takes it."""
@@ -314,16 +335,33 @@ def _fallen(state, seq, width, accept, restart, alt, parser_term, ctx, slots, pa
         term = accept[state]
         if term == ctx[0] and width == NO_BREAK_YET:
             return np.int64(_NO_PARSE)
-        pt = _item(_ended(term, width, ctx), parser_term, ctx)
+        seq = _emit_fallen(state, _ended(term, width, ctx), seq, slots, parent, last, count, n_terms, capacity, may,
+                           a_term, a_mask, a_slots, counts, base, ctx, parser_term, part_bits)
         width = NO_BREAK_YET
-        if pt >= 0:
-            seq = _append(seq, pt, slots, parent, last, count, n_terms, capacity, may, a_term, a_mask, base, ctx,
-                          parser_term)
-            if seq < 0:
-                return seq
+        if seq < 0:
+            return seq
         state = restart[state]
         if alt[state] != CHAIN:
             return seq
+
+
+@nb.njit(cache=True, inline="always")
+def _split(frames, sp, n, kind, n_groups):
+    """The option node ``n`` takes at a split of ``kind`` into ``n_groups`` (its frame pushed on the first visit;
+    a parting state's frame sits above the modes' one of the same node) and the new stack height; option -1 when
+    the stack is full."""
+    i = sp - 1
+    if i >= 0 and frames[i, 0] == n and frames[i, 3] != kind:
+        i -= 1
+    if i >= 0 and frames[i, 0] == n and frames[i, 3] == kind:
+        return frames[i, 1], sp
+    if sp == len(frames):
+        return np.int64(-1), sp
+    frames[sp, 0] = n
+    frames[sp, 1] = 0
+    frames[sp, 2] = n_groups
+    frames[sp, 3] = kind
+    return np.int64(0), sp + 1
 
 
 @nb.njit(cache=True, inline="always")
@@ -366,7 +404,7 @@ def _walk(node_byte, node_parent, node_end, node_tok_ptr, trans, accept, restart
           branch_ptr, branch_start, start, slots, parent, last, count, n_terms, node_state, node_seq, entries,
           seq_out, end_out, cache_keys, cache_span, arena_entries, arena_seq, arena_end, used, frames,
           p_term, p_comp, p_slots, a_term, a_mask, a_slots, counts, base, ctx, byte_width, node_width, ban_row, ban,
-          may, alt):
+          may, alt, part_row, parts, part_bits):
     capacity = min(len(parent), len(slots) // 2)
     out_capacity = len(entries)
     cache_mask = len(cache_keys) - 1
@@ -423,15 +461,13 @@ def _walk(node_byte, node_parent, node_end, node_tok_ptr, trans, accept, restart
                     nxt, seq = _settle(ended, comps, seq, slots, parent, last, count, n_terms, capacity, p_term,
                                        p_comp, p_slots, a_term, a_mask, a_slots, counts, base, ctx, may, parser_term)
                     break
-                pt = _item(ended, parser_term, ctx)
-                if pt >= 0:
-                    seq = _append(seq, pt, slots, parent, last, count, n_terms, capacity, may, a_term, a_mask,
-                                  base, ctx, parser_term)
-                    if seq == _NO_PARSE:
-                        dead = True
-                        break
-                    if seq < 0:
-                        return entries, seq_out, end_out, _FULL
+                seq = _emit_fallen(came, ended, seq, slots, parent, last, count, n_terms, capacity, may, a_term, a_mask,
+                                   a_slots, counts, base, ctx, parser_term, part_bits)
+                if seq == _NO_PARSE:
+                    dead = True
+                    break
+                if seq < 0:
+                    return entries, seq_out, end_out, _FULL
                 came = again
                 nxt = trans[again, b]
             if dead:
@@ -447,7 +483,7 @@ def _walk(node_byte, node_parent, node_end, node_tok_ptr, trans, accept, restart
                 s = p_comp[p, k]
                 if s < 0:
                     kinds[k] = -2
-                elif trans[s, b] >= 0 and alt[trans[s, b]] >= 0:
+                elif trans[s, b] >= 0 and (alt[trans[s, b]] >= 0 or part_row[trans[s, b]] >= 0):
                     kinds[k] = _FALLS + trans[s, b]
                 elif trans[s, b] >= 0:
                     kinds[k] = -1
@@ -465,15 +501,9 @@ def _walk(node_byte, node_parent, node_end, node_tok_ptr, trans, accept, restart
                 continue
             option = 0
             if n_groups > 1:
-                if sp > 0 and frames[sp - 1, 0] == n:
-                    option = frames[sp - 1, 1]
-                else:
-                    if sp == len(frames):
-                        return entries, seq_out, end_out, _TOO_DEEP
-                    frames[sp, 0] = n
-                    frames[sp, 1] = 0
-                    frames[sp, 2] = n_groups
-                    sp += 1
+                option, sp = _split(frames, sp, n, _MODES, n_groups)
+                if option < 0:
+                    return entries, seq_out, end_out, _TOO_DEEP
             # the group of this option: -1 (modes that go on) or the terminal its modes end
             group = np.int64(-1)
             if not (go_on and option == 0):
@@ -491,7 +521,7 @@ def _walk(node_byte, node_parent, node_end, node_tok_ptr, trans, accept, restart
                         comps[k] = trans[p_comp[p, k], b]
                 nxt, seq = _settle(t, comps, seq, slots, parent, last, count, n_terms, capacity, p_term, p_comp,
                                    p_slots, a_term, a_mask, a_slots, counts, base, ctx, may, parser_term)
-            elif group >= _FALLS:  # these modes enter a fallback state: resolved here
+            elif group >= _FALLS:  # these modes enter a fallback (or parting) state: resolved here
                 nxt = group - _FALLS
                 seq = _with_alias(t, _members(kinds, group), seq, slots, parent, last, count, n_terms, capacity, a_term,
                                   a_mask, a_slots, counts, base, ctx, may, parser_term)
@@ -537,8 +567,24 @@ def _walk(node_byte, node_parent, node_end, node_tok_ptr, trans, accept, restart
                 n = node_end[n]
                 continue
             return entries, seq_out, end_out, _FULL
+        parted = nxt >= 0 and part_row[nxt] >= 0
+        if parted:  # the mode after the pending match picks the member: one option per member
+            members = parts[part_row[nxt], 1:]
+            n_members = 0
+            for k in range(len(members)):
+                if _first_of_kind(members, k):
+                    n_members += 1
+            option, sp = _split(frames, sp, n, _PARTS, n_members)
+            if option < 0:
+                return entries, seq_out, end_out, _TOO_DEEP
+            for k in range(len(members)):
+                if _first_of_kind(members, k):
+                    if option == 0:
+                        nxt = members[k]
+                        break
+                    option -= 1
         width_here = next_width(NO_BREAK_YET if boundary else width_before, byte_width[b]) if widths else 0
-        if up == 0 and nxt >= 0:  # a first-byte subtree: copy it if stored, record it on its second visit
+        if up == 0 and nxt >= 0 and not parted:  # a first-byte subtree: copy it if stored, record it on its second visit
             key = (seq * n_states + nxt) * n_nodes + n
             if widths:
                 key = key * 1024 + width_slot(width_here)
@@ -569,7 +615,7 @@ def _walk(node_byte, node_parent, node_end, node_tok_ptr, trans, accept, restart
                 n_out = report(node_tok_ptr[n], node_tok_ptr[n + 1], seq, nxt, n_out, entries, seq_out, end_out)
                 if alt[nxt] >= 0:  # a fallback pending: also the reading where its long lexeme dies right here
                     fell = _fallen(nxt, seq, width_here, accept, restart, alt, parser_term, ctx, slots, parent, last,
-                                   count, n_terms, capacity, may, a_term, a_mask, base)
+                                   count, n_terms, capacity, may, a_term, a_mask, a_slots, counts, base, part_bits)
                     if fell == -1:
                         return entries, seq_out, end_out, _FULL
                     if fell >= 0:

@@ -190,7 +190,7 @@ class IndentRuntime:
         lexer's next mode is read off the stack each lexeme reaches."""
         lexer = self._lexer
         trans, accept, restart = lexer._lists
-        widths, bans = self._widths, lexer.bans
+        widths, bans, parting = self._widths, lexer.bans, lexer.parting
         for b in data:
             nxt = trans[lexstate][b]
             while nxt < 0:  # emit; a fallback's restart may emit in turn (LexerAutomaton.alt)
@@ -209,6 +209,9 @@ class IndentRuntime:
                 lexstate = again
                 nxt = trans[again][b]
                 width = NO_BREAK
+            if parting is not None and parting[nxt] >= 0:  # the mode after the pending match picks how the rest lexes
+                fed = self._emit(parting[nxt], stack, levels, depth, width)
+                nxt = lexer.member(nxt, -1 if fed is None else self._lr_mode[fed[0][0]])
             width = _next_width(width, widths[b])
             lexstate = nxt
         return lexstate, stack, levels, depth, width

@@ -54,7 +54,7 @@ if TYPE_CHECKING:
     from grammask.errors import Deadline
     from grammask.vocab import Vocabulary
 
-FORMAT_VERSION = 9
+FORMAT_VERSION = 10
 
 _GROWING = ("pair_mask", "pair_marks", "masks", "marks_ptr", "marks", "state_class", "state_lcp", "state_dep",
             "dep_word_ptr", "dep_words", "dep_bits", "class_seq_ptr", "class_seq_terms", "class_follow")
@@ -242,8 +242,9 @@ def _with_fallbacks(grammar: Grammar, lexer: LexerAutomaton) -> tuple[LexerAutom
     if made.cut:
         _warn_no_fallback(grammar, sorted(made.cut), lexer, f"after more than {MAX_DEPTH} lexemes read past the match")
     if made.parted:
-        _warn_no_fallback(grammar, sorted(made.parted), lexer, "where the contextual lexer's next mode decides how the "
-                          "text after it lexes (pass lexer='basic')")
+        _warn_no_fallback(grammar, sorted(made.parted), lexer, "where the contextual lexer's next mode after it decides "
+                          "how the text after it lexes and the match is itself inside the text read past another match "
+                          "or its terminal looks past its lexeme (pass lexer='basic')")
     return backed, made.origin if made.added else None
 
 
@@ -451,7 +452,9 @@ class _StateBuilder:
             else:
                 entries, seq, ends = walk_contextual(trie, lexer.trans, lexer.accept, lexer.restart, lexer.ignored,
                                                      parser_term, lexer.branch_ptr, lexer.branch_start, q, self.seqs,
-                                                     self.sup, work, self.may, self.newline, self.bans, lexer.alt)
+                                                     self.sup, work, self.may, self.newline, self.bans, lexer.alt,
+                                                     None if lexer.part_row is None else
+                                                     (lexer.part_row, lexer.parts, lexer.part_bits))
         if len(self.slots) < len(self.seqs) * self.n_follow:
             self.slots = np.full(2 * len(self.seqs) * self.n_follow, -1, dtype=np.int32)
         walk, fresh = group_walk(trie.token_ids[entries], trie.entry_first[entries], seq, ends, self.state_follow,

@@ -501,6 +501,7 @@ class Matcher(TokenSteps):
         bans = lexer.bans
         parser_term = self.compiled._engine.parser_term
         feed = self._runner.feed
+        parting = lexer.parting
         for b in data:
             nxt = trans[lexstate][b]
             while nxt < 0:  # emit; a fallback's restart may emit in turn (LexerAutomaton.alt)
@@ -518,6 +519,10 @@ class Matcher(TokenSteps):
                         return None
                 lexstate = again
                 nxt = trans[again][b]
+            if parting is not None and parting[nxt] >= 0:  # the mode after the pending match picks how the rest lexes
+                term = parting[nxt]
+                fed = stack if parser_term[term] < 0 else feed(stack, int(parser_term[term]))
+                nxt = lexer.member(nxt, -1 if fed is None else int(lexer.lr_mode[fed[0]]))
             lexstate = nxt
         return lexstate, stack
 

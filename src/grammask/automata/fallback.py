@@ -48,6 +48,9 @@ BRANCH = -2
 """``restart`` of a contextual lexer's state whose next mode the parser picks (as
 :data:`grammask.automata.lexer.BRANCH`)."""
 
+HEAD = -3
+"""``origin`` of a *parting* state (see :class:`Fallbacks`)."""
+
 
 @dataclass(frozen=True)
 class Fallbacks:
@@ -61,6 +64,16 @@ class Fallbacks:
     -1 otherwise. ``windows`` lists the bytes a long
     lexeme reads while a fallback is pending (where the earlier match's terminal is emitted later), per fallback
     terminal. ``cut`` names the terminals of fallbacks dropped at :data:`MAX_DEPTH` (the plain rule stays there).
+
+    Under a contextual lexer the text after an earlier match whose terminal branches (the next mode depends on the
+    stack) may lex differently per mode. There the transition out of the match goes to a *parting* state (``origin``
+    :data:`HEAD`, no transitions, never rested in): row ``part_row[q]`` of ``parts`` holds the terminal of the match,
+    then per branch option of it (in ``branch_ptr`` order) the state the lexeme goes on in, a fallback state whose
+    restart is that option's. The reader picks the option of the mode the parser reaches after the terminal, right
+    away. ``bits[q]`` of such a fallback state is the set of options it serves (0 elsewhere): where it falls back, its
+    terminal stands for those modes only. ``parted`` names the terminals of fallbacks still not kept because the mode
+    after a lexeme of their chain would decide how the text after it lexes. ``part_row`` is None without parting
+    states.
     """
 
     n_plain: int
@@ -73,6 +86,9 @@ class Fallbacks:
     windows: dict[int, frozenset[int]]
     cut: frozenset[int] = frozenset()
     parted: frozenset[int] = frozenset()
+    part_row: np.ndarray | None = None
+    parts: np.ndarray | None = None
+    bits: np.ndarray | None = None
 
     @property
     def added(self) -> bool:
@@ -119,20 +135,24 @@ def ends_allowed(trans: np.ndarray, accept: np.ndarray, trailing: tuple[tuple[in
 
 
 def add_fallbacks(trans: np.ndarray, accept: np.ndarray, restart: np.ndarray, allowed: np.ndarray,
-                  produce: np.ndarray, branches: list[list[int]] | None = None) -> Fallbacks | None:
+                  produce: np.ndarray, branches: list[list[int]] | None = None,
+                  looks_past: frozenset[int] = frozenset()) -> Fallbacks | None:
     """The lexer DFA ``trans``/``accept`` (every next lexeme starting in ``restart[q]``, a state with an empty
     lexeme; ``allowed`` from :func:`ends_allowed`; ``produce`` its Prod rows) with Lark's fallbacks as states; None where no text can take a
     fallback (the automaton stays as it is).
 
     A contextual lexer's ``restart[q]`` may be :data:`BRANCH` (the parser picks the next mode): ``branches[t]`` lists
-    the states the lexeme after terminal ``t`` may then start in. Where a fallback's earlier match (or a lexeme of its
-    chain) is such a terminal, the text after it is lexed from each of them: if every one reaches the same state
-    (the modes lex the rest alike), that state is the restart, else the fallback is not kept there and its terminal
-    is named in ``cut``.
+    the states the lexeme after terminal ``t`` may then start in. Where a fallback's earlier match is such a terminal,
+    the text after it is lexed from each of them: if every one reaches the same state (the modes lex the rest alike),
+    that state is the restart, else a parting state leads to one fallback state per group of options that agree
+    (see :class:`Fallbacks`). Where a lexeme of a fallback's chain is such a terminal and the modes part, the fallback
+    is not kept there and the terminal is named in ``parted``; so is one whose match is of a terminal in
+    ``looks_past`` (a contextual lexer's terminals with trailing context: its bans only cover the bytes that do not
+    extend a lexeme, so they cannot say whether the match may end before one that does).
 
     Raises :class:`FallbackLimit` where the fallbacks need more than :data:`MAX_NEW_STATES` states.
     """
-    built = _Builder(trans, accept, restart, allowed, produce, branches or [])
+    built = _Builder(trans, accept, restart, allowed, produce, branches or [], looks_past)
     built.run()
     return built.result()
 
@@ -197,8 +217,9 @@ def can_die(trans: np.ndarray, accept: np.ndarray, starts: frozenset[int] = froz
 
 class _Builder:
     def __init__(self, trans: np.ndarray, accept: np.ndarray, restart: np.ndarray, allowed: np.ndarray,
-                 produce: np.ndarray, branches: list[list[int]]):
+                 produce: np.ndarray, branches: list[list[int]], looks_past: frozenset[int]):
         self.n = len(accept)
+        self.looks_past = looks_past
         self.produce = produce
         self.n_terms = produce.shape[1]
         self.trans = trans.tolist()
@@ -207,10 +228,13 @@ class _Builder:
         self.starts = {0, *(r for r in restart.tolist() if r >= 0), *(q for options in branches for q in options)}
         self.dies = can_die(trans, accept, frozenset(self.starts))
         self.allowed = allowed.tolist()
-        # per state: (origin, fallback terminal, restart); plain states are their own origin
-        self.keys: list[tuple[int, int, int]] = [(q, a, r) for q, (a, r) in enumerate(zip(accept.tolist(),
-                                                                                           restart.tolist()))]
-        self.ids: dict[tuple[int, int, int], int] = {}
+        # per state: (origin, fallback terminal, restart, branch options served); plain states are their own origin;
+        # a parting state is (HEAD, terminal, its row of self.heads, 0)
+        self.keys: list[tuple[int, int, int, int]] = [(q, a, r, 0) for q, (a, r) in enumerate(zip(accept.tolist(),
+                                                                                                  restart.tolist()))]
+        self.ids: dict[tuple[int, int, int, int], int] = {}
+        self.heads: list[tuple[int, tuple[int, ...]]] = []  # per parting state: the plain state, a member per option
+        self.head_ids: dict[tuple[int, int, tuple[int, ...]], int] = {}
         self.rows: list[list[int] | None] = [None] * self.n
         self.depth = [0] * self.n
         self.cut: set[int] = set()
@@ -219,22 +243,47 @@ class _Builder:
         self.utf8 = _utf8_table()
         self._dead: dict[int, list[int]] = {}
 
-    def state(self, origin: int, term: int, again: int) -> int:
+    def state(self, origin: int, term: int, again: int, bits: int = 0) -> int:
         """The state growing ``origin``'s lexeme (-1: a chain state) that emits ``term`` and restarts in ``again``
-        when it dies; -1 (and ``term`` cut) past :data:`MAX_DEPTH`."""
-        key = (origin, term, again)
+        when it dies (``bits``: the branch options of ``term`` it serves, 0 for all); -1 (and ``term`` cut) past
+        :data:`MAX_DEPTH`."""
+        key = (origin, term, again, bits)
         found = self.ids.get(key)
         if found is None:
             depth = self.depth[again] + 1
             if depth > MAX_DEPTH:
                 self.cut.add(term)
                 return -1
-            if len(self.keys) - self.n >= MAX_NEW_STATES:
-                raise FallbackLimit(f"more than {MAX_NEW_STATES} fallback states")
-            found = self.ids[key] = len(self.keys)
-            self.keys.append(key)
-            self.rows.append(None)
-            self.depth.append(depth)
+            found = self.ids[key] = self._add(key, depth)
+        return found
+
+    def _add(self, key: tuple[int, int, int, int], depth: int) -> int:
+        if len(self.keys) - self.n >= MAX_NEW_STATES:
+            raise FallbackLimit(f"more than {MAX_NEW_STATES} fallback states")
+        self.keys.append(key)
+        self.rows.append(None)
+        self.depth.append(depth)
+        return len(self.keys) - 1
+
+    def part(self, nxt: int, term: int, byte: int) -> int:
+        """Where ``byte`` takes a lexeme of branch terminal ``term`` on to plain state ``nxt``, a fallback to it: the
+        fallback state where every mode after ``term`` lexes ``byte`` alike, else a parting state over one per group
+        of modes that agree (-1: none)."""
+        tails = [self.step(start, byte) for start in self.branches[term]]
+        if len(set(tails)) == 1:
+            return -1 if tails[0] < 0 else self.state(nxt, term, tails[0])
+        if term in self.looks_past:
+            self.parted.add(term)
+            return -1
+        members = tuple(-1 if tail < 0 else self.state(nxt, term, tail, sum(1 << k for k, t in enumerate(tails)
+                                                                             if t == tail)) for tail in tails)
+        if len(set(members)) == 1:
+            return members[0]
+        key = (term, nxt, members)
+        found = self.head_ids.get(key)
+        if found is None:
+            self.heads.append((nxt, members))
+            found = self.head_ids[key] = self._add((HEAD, term, len(self.heads) - 1, 0), 0)
         return found
 
     def ends(self, s: int, byte: int) -> bool:
@@ -248,7 +297,7 @@ class _Builder:
         return found
 
     def _row(self, s: int) -> list[int]:
-        origin, term, again = self.keys[s]
+        origin, term, again, bits = self.keys[s]
         if origin < 0:
             return [-1] * 256
         accept = self.plain_accept
@@ -263,8 +312,13 @@ class _Builder:
                 fallback = term >= 0 and self.allowed[s][byte]
             else:
                 fallback = True
-            tail = self.resume(term, again, byte) if fallback else -1
-            made = -1 if tail < 0 else self.state(nxt, term, tail)
+            if not fallback:
+                made = -1
+            elif again == BRANCH:  # a plain state's own match, after which the parser picks the mode
+                made = self.part(nxt, term, byte)
+            else:
+                tail = self.resume(term, again, byte)
+                made = -1 if tail < 0 else self.state(nxt, term, tail, bits)
             out.append(nxt if made < 0 else made)
         return out
 
@@ -272,8 +326,12 @@ class _Builder:
         """The state after ``byte`` from ``s`` under the rule (chain states for what it completes), -1 if rejected."""
         nxt = self.row(s)[byte]
         if nxt >= 0:
-            return nxt
-        _, term, again = self.keys[s]
+            head, term, row, _ = self.keys[nxt]
+            if head != HEAD:
+                return nxt
+            self.parted.add(term)  # the mode after a lexeme of the chain would pick the restart: not kept
+            return self.heads[row][0]
+        _, term, again, _ = self.keys[s]
         if term < 0 or s in self.starts or not self.ends(s, byte):
             return -1
         tail = self.resume(term, again, byte)
@@ -293,7 +351,7 @@ class _Builder:
     def survives(self, s: int, byte: int) -> bool:
         """Whether ``byte`` read in ``s`` is lexed on (what it ends emitted), without making chain states."""
         while self.row(s)[byte] < 0:
-            _, term, again = self.keys[s]
+            _, term, again, _ = self.keys[s]
             if term < 0 or s in self.starts or not self.ends(s, byte):
                 return False
             if again == BRANCH:
@@ -304,7 +362,7 @@ class _Builder:
     def finish(self, s: int) -> bool:
         """Whether the input may end in ``s`` (what is pending completes, fallbacks and chains included)."""
         while s not in self.starts:
-            _, term, again = self.keys[s]
+            _, term, again, _ = self.keys[s]
             if term < 0 or not self.ends(s, END):
                 return False
             if again == BRANCH:
@@ -330,7 +388,7 @@ class _Builder:
         fallback = [k[0] >= 0 and s >= n for s, k in enumerate(keys)]
         usable = [False] * len(keys)
         for s in range(n, len(keys)):
-            origin, _, again = keys[s]
+            origin, _, again, _ = keys[s]
             if fallback[s]:
                 usable[s] = self.finish(s) or any(self.survives(again, byte) for byte in self.dead_bytes(origin))
         changed = True
@@ -340,6 +398,15 @@ class _Builder:
                 if fallback[s] and not usable[s] and any(nxt >= n and usable[nxt] for nxt in self.rows[s]):
                     usable[s] = changed = True
         plain = [s if s < n or not fallback[s] or usable[s] else keys[s][0] for s in range(len(keys))]
+        members: dict[int, list[int]] = {}  # per parting state, its members as kept
+        for s in range(n, len(keys)):
+            if keys[s][0] == HEAD:
+                nxt, options = self.heads[keys[s][2]]
+                kept = [nxt if m < 0 else plain[m] for m in options]
+                if len(set(kept)) == 1:
+                    plain[s] = kept[0]
+                else:
+                    members[s] = kept
         # keep what the plain states reach through transitions and restarts, in order
         number = {s: s for s in range(n)}
         order = list(range(n))
@@ -348,7 +415,9 @@ class _Builder:
             s = order[i]
             i += 1
             links = [plain[t] for t in self.rows[s] if t >= 0]
-            if s >= n:
+            if s in members:
+                links.extend(members[s])
+            elif s >= n:
                 links.append(plain[keys[s][2]])
             for t in links:
                 if t not in number:
@@ -361,40 +430,56 @@ class _Builder:
         accept = np.empty(size, dtype=np.int32)
         restart = np.empty(size, dtype=np.int32)
         origin = np.empty(size, dtype=np.int32)
+        bits = np.zeros(size, dtype=np.int64)
+        width = max((len(options) for options in self.branches), default=0)
+        part_row = np.full(size, -1, dtype=np.int32)
+        parts = np.full((len(members), 1 + width), -1, dtype=np.int32)
         windows: dict[int, set[int]] = {}
+        heads: dict[int, list[int]] = {}  # per parting state, its members
         for new, s in enumerate(order):
             row = [number[plain[t]] if t >= 0 else -1 for t in self.rows[s]]
             trans[new] = row
-            key_origin, term, again = keys[s]
+            key_origin, term, again, bits[new] = keys[s]
             if s < n:
                 accept[new], restart[new], origin[new] = self.plain_accept[s], again, s
+                continue
+            if key_origin == HEAD:
+                accept[new], restart[new], origin[new] = -1, 0, HEAD
+                part_row[new] = row_of = len(heads)
+                heads[new] = [number[m] for m in members[s]]
+                parts[row_of, 0] = term
+                parts[row_of, 1:1 + len(members[s])] = heads[new]
                 continue
             accept[new], restart[new], origin[new] = term, number[plain[again]], key_origin
             if key_origin >= 0:
                 windows.setdefault(term, set()).update(b for b, t in enumerate(row) if t >= n)
         for s in range(n):  # the byte that leaves a match for a fallback state is read while it is pending too
             for byte, t in enumerate(trans[s].tolist()):
-                if t >= n and origin[t] >= 0:
+                if t >= n and (origin[t] >= 0 or origin[t] == HEAD):
                     windows.setdefault(self.plain_accept[s], set()).add(byte)
         fallbacks = [q for q in range(n, size) if origin[q] >= 0]
         alt = np.full(size + len(fallbacks), -1, dtype=np.int32)
-        alt[n:size][origin[n:] < 0] = CHAIN
+        alt[n:size][origin[n:] == -1] = CHAIN
         alt[fallbacks] = np.arange(size, size + len(fallbacks), dtype=np.int32)
         lists = (trans.tolist(), accept.tolist(), restart.tolist(), origin.tolist(), alt.tolist())
-        first_after = np.array([self._first_after(q, *lists) for q in fallbacks], dtype=bool).reshape(len(fallbacks), self.n_terms)
+        first_after = np.array([self._first_after(q, *lists, heads) for q in fallbacks], dtype=bool).reshape(len(fallbacks), self.n_terms)
         pad = len(fallbacks)
+        parting = len(members) > 0
         return Fallbacks(
             n, np.vstack([trans, np.full((pad, 256), -1, dtype=np.int32)]),
             np.concatenate([accept, np.full(pad, -1, dtype=np.int32)]),
             np.concatenate([restart, np.zeros(pad, dtype=np.int32)]),
             np.concatenate([origin, np.full(pad, -2, dtype=np.int32)]), alt, first_after,
-            {t: frozenset(b) for t, b in windows.items()}, frozenset(self.cut), frozenset(self.parted))
+            {t: frozenset(b) for t, b in windows.items()}, frozenset(self.cut), frozenset(self.parted),
+            np.concatenate([part_row, np.full(pad, -1, dtype=np.int32)]) if parting else None,
+            parts if parting else None, np.concatenate([bits, np.zeros(pad, dtype=np.int64)]) if parting else None)
 
     def _first_after(self, x: int, rows: list[list[int]], acc: list[int], restart: list[int], origin: list[int],
-                     alt: list[int]) -> list[bool]:
+                     alt: list[int], heads: dict[int, list[int]]) -> list[bool]:
         """The terminals the lexeme pending after fallback state ``x``'s earlier match (and its chain, emitted with
         it) can be emitted as first, over the continuations that make the long lexeme die before it is complete
-        again (a bool row over terminals)."""
+        again (a bool row over terminals). A parting state the text after the match enters stands for its members
+        (they differ only in their restarts)."""
         out = [False] * self.n_terms
         tail = restart[x]
         while alt[tail] == CHAIN:  # lexemes after the match that are complete already: emitted with it
@@ -422,16 +507,19 @@ class _Builder:
                 if after < 0:
                     continue
                 long_next, tail_next = plain[ql][byte], rows[st][byte]
+                tails = heads.get(tail_next, (tail_next,))
                 if long_next < 0:  # the long lexeme dies here
                     if tail_next >= 0:
-                        first_of(tail_next)
+                        for one in tails:
+                            first_of(one)
                     elif emits(st, byte):
                         out[acc[st]] = True
                 elif self.plain_accept[long_next] < 0:
                     if tail_next >= 0:
-                        if (long_next, tail_next, after) not in seen:
-                            seen.add((long_next, tail_next, after))
-                            todo.append((long_next, tail_next, after))
+                        for one in tails:
+                            if (long_next, one, after) not in seen:
+                                seen.add((long_next, one, after))
+                                todo.append((long_next, one, after))
                     elif emits(st, byte) and dies[long_next]:
                         out[acc[st]] = True
         return out

@@ -89,6 +89,11 @@ class LexerAutomaton:
     until a state takes the byte (a state with an empty lexeme never emits: the byte is rejected there).
     ``alt[q]`` is a fallback state's *reading state* (its ``produce`` row is the follow set of the reading where
     the long lexeme dies right there), :data:`CHAIN` for a chain state, -1 otherwise; None without fallbacks.
+    Under a contextual lexer, where the modes after the earlier match lex the text after it differently, the
+    transition out of the match leads to a *parting* state: ``part_row[q]`` (-1 elsewhere) is its row of ``parts``
+    (the match's terminal, then per branch option of it the state to go on in), which the reader replaces at once by
+    the one of the mode the parser reaches after the terminal (:meth:`member`); ``part_bits[q]`` is the set of branch
+    options a fallback state serves (0: all), for which its terminal is emitted. None without parting states.
 
     With counted terminals (:mod:`grammask.automata.counted`), ``counter`` holds how the lexeme's count is kept:
     the states of the counted region have a copy per level of the count, and :meth:`step` takes the count.
@@ -114,6 +119,9 @@ class LexerAutomaton:
     ban_row: np.ndarray | None = None
     ban: np.ndarray | None = None
     alt: np.ndarray | None = None
+    part_row: np.ndarray | None = None
+    parts: np.ndarray | None = None
+    part_bits: np.ndarray | None = None
     counter: CountTables | None = field(default=None, compare=False, repr=False)
     matches: np.ndarray | None = field(default=None, compare=False, repr=False)
     rank: np.ndarray | None = field(default=None, compare=False, repr=False)
@@ -140,6 +148,27 @@ class LexerAutomaton:
             return [{} for _ in self.terminals]
         ptr, mode, start = self.branch_ptr.tolist(), self.branch_mode.tolist(), self.branch_start.tolist()
         return [dict(zip(mode[ptr[t]: ptr[t + 1]], start[ptr[t]: ptr[t + 1]])) for t in range(len(ptr) - 1)]
+
+    @cached_property
+    def _option_of(self) -> list[dict[int, int]]:
+        """Per terminal, each mode after it as its branch option's index."""
+        ptr, mode = self.branch_ptr.tolist(), self.branch_mode.tolist()
+        return [{m: k for k, m in enumerate(mode[ptr[t]: ptr[t + 1]])} for t in range(len(ptr) - 1)]
+
+    @cached_property
+    def parting(self) -> list[int] | None:
+        """Per state, the terminal whose next mode picks the way on from a parting state (-1 elsewhere); None
+        without parting states."""
+        if self.part_row is None:
+            return None
+        return np.where(self.part_row >= 0, self.parts[np.maximum(self.part_row, 0), 0], -1).tolist()
+
+    def member(self, state: int, mode: int) -> int:
+        """The state parting state ``state`` goes on in where the parser reaches ``mode`` after its terminal (its
+        first member where the parser rejects the terminal, ``mode`` -1: the match can never be emitted then)."""
+        row = self.parts[self.part_row[state]]
+        k = self._option_of[int(row[0])].get(mode, 0)
+        return int(row[1 + k])
 
     def next_starts(self, state: int) -> list[int]:
         """The states the next lexeme may start from after a lexeme ending in ``state`` (several at a branch)."""
@@ -313,7 +342,8 @@ def with_fallbacks(lexer: LexerAutomaton) -> tuple[LexerAutomaton, Fallbacks | N
         allowed = np.vstack([~lexer.ban, np.ones((1, 257), dtype=bool)])[lexer.ban_row]
     branches = [list(options.values()) for options in lexer.branch_options]
     try:
-        made = add_fallbacks(lexer.trans, lexer.accept, lexer.restarts, allowed, lexer.produce, branches)
+        looks_past = frozenset() if lexer.ban is None else frozenset(lexer.accept[lexer.ban_row >= 0].tolist())
+        made = add_fallbacks(lexer.trans, lexer.accept, lexer.restarts, allowed, lexer.produce, branches, looks_past)
     except FallbackLimit as e:
         return lexer, None, str(e)
     if made is None or not made.added:
@@ -326,7 +356,8 @@ def with_fallbacks(lexer: LexerAutomaton) -> tuple[LexerAutomaton, Fallbacks | N
     ban_row = None if lexer.ban_row is None else np.concatenate([lexer.ban_row, np.full(extra, -1, dtype=np.int32)])
     return dataclasses.replace(
         lexer, trans=made.trans, accept=made.accept, produce=produce, restart=made.restart, alt=made.alt,
-        ban_row=ban_row, matches=None, rank=None), made, None
+        ban_row=ban_row, part_row=made.part_row, parts=made.parts, part_bits=made.bits, matches=None, rank=None
+    ), made, None
 
 
 def _match_rows(dfa: ByteDFA, n_terminals: int) -> np.ndarray:
