@@ -21,6 +21,7 @@ import numpy as np
 
 from grammask.automata.lexer import LexerAutomaton
 from grammask.budget.costs import INF
+from grammask.budget.lexical import completes
 from grammask.errors import BudgetUnsupportedError
 
 _MAX_CAP = 126  # the widest level a budget tracks
@@ -69,7 +70,9 @@ def build_newline_costs(lexer: LexerAutomaton, newline: int, widths: np.ndarray,
             starts_other[b] = True
     others = np.flatnonzero(starts_other)
     # where a completion's newline may end: no other terminal runs on from there
-    ends = sorted({s for found in moves for s, _, _ in found if accept[s] == newline and not (trans[s, others] >= 0).any()})
+    complete = completes(lexer)  # not a fallback state whose earlier match is a newline
+    ends = sorted({s for found in moves for s, _, _ in found
+                   if complete[s] and accept[s] == newline and not (trans[s, others] >= 0).any()})
     if not ends:
         raise BudgetUnsupportedError(
             f"token budgets need the indenter's newline {lexer.terminals[newline]} written in whitespace tokens to "

@@ -37,23 +37,32 @@ class ModeReadings:
         self._may = may_follow(self._tables, lexer, engine.parser_term, options)
         self._bans = None if lexer.ban is None else (lexer.ban_row, lexer.ban)
         self.action = self._tables.action
+        self._reading = None
+        if lexer.alt is not None:
+            self._reading = np.zeros(lexer.n_states, dtype=bool)
+            self._reading[lexer.alt[lexer.alt >= 0]] = True
         self.n_ids = self.base + MAX_ALIASES
         """Parser terminal ids a sequence may hold (aliases included): the size of the walks' sequence table."""
 
     def walk(self, trie: VocabTrie, q: int, seqs: SequenceTable, work: TrieWalk
              ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Every reading of every token from lexer state ``q`` (see
-        :func:`~grammask.contextual_walk.walk_contextual`); ``action`` then has a column for each alias they hold.
+        :func:`~grammask.contextual_walk.walk_contextual`), but where a token leaves a fallback of Lark's backing up
+        pending only the one where its long lexeme goes on; ``action`` then has a column for each alias they hold.
 
         Raises :class:`~grammask.errors.GrammarError` where the walk's tables outgrow their bounds."""
         lexer = self._lexer
-        found = walk_contextual(trie, lexer.trans, lexer.accept, lexer.restart, lexer.ignored, self._parser_term,
-                                lexer.branch_ptr, lexer.branch_start, q, seqs, self._sup, work, self._may, None,
-                                self._bans)
+        entries, seq, end = walk_contextual(
+            trie, lexer.trans, lexer.accept, lexer.restart, lexer.ignored, self._parser_term, lexer.branch_ptr,
+            lexer.branch_start, q, seqs, self._sup, work, self._may, None, self._bans, lexer.alt,
+            None if lexer.part_row is None else (lexer.part_row, lexer.parts, lexer.part_bits))
+        if self._reading is not None:  # budgets count a fallback's long lexeme only: its other reading is dropped
+            kept = ~self._reading[end]
+            entries, seq, end = entries[kept], seq[kept], end[kept]
         aliases = self._sup.aliases
         if len(aliases) > self.action.shape[1] - self.base:
             self.action = with_alias_columns(self._tables, lexer, self._parser_term, aliases, None).action
-        return found
+        return entries, seq, end
 
     def parser_terminal(self, x: int) -> int:
         """The parser terminal a sequence item stands for (an alias: its terminal's)."""
