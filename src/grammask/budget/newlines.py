@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numba as nb
 import numpy as np
 
 from grammask.automata.lexer import LexerAutomaton
@@ -79,14 +80,14 @@ def build_newline_costs(lexer: LexerAutomaton, newline: int, widths: np.ndarray,
             "end where another terminal begins; here it cannot be written so"
         )
     widths = _MAX_CAP + 4  # no break, 0 .. cap + 1, wider
-    dist = _distances(nodes, moves, widths)
     index = {q: i for i, q in enumerate(nodes)}
+    dist = _distances(nodes, moves, widths, [index[s] for s in ends])
     # reach[i, w1]: from node i (state, width index) to a complete newline of width index w1 (a completion's
     # newline is followed by a terminal, so a pending one needs no separator; a counted one may: trail)
     reach = np.full((len(nodes) * widths, widths), INF, dtype=np.int64)
     fresh = np.full(widths, INF, dtype=np.int64)
-    for s in ends:
-        part = dist[:, index[s] * widths: (index[s] + 1) * widths]
+    for k, s in enumerate(ends):
+        part = dist[:, k * widths: (k + 1) * widths]
         reach = np.minimum(reach, part)
         fresh = np.minimum(fresh, part[index[0] * widths] + int(trail[s]))  # from no lexeme (no break yet)
     needed = int(fresh[1: _MIN_CAP + 3].max())
@@ -127,32 +128,54 @@ def _token_moves(trans: np.ndarray, nodes: list[int], widths: list[int], tokens:
     return out
 
 
-def _distances(nodes: list[int], moves: list[set[tuple]], widths: int) -> np.ndarray:
-    """Token distances between (state, width index) nodes (INF where unreachable in ``_MAX_STEPS`` tokens)."""
+def _distances(nodes: list[int], moves: list[set[tuple]], widths: int, targets: list[int]) -> np.ndarray:
+    """Token distances from every (state, width index) node to those of the nodes ``targets`` (indices into
+    ``nodes``; column ``k * widths + w`` is target ``k`` at width index ``w``), INF where unreachable in
+    ``_MAX_STEPS`` tokens."""
     index = {q: i for i, q in enumerate(nodes)}
-    n = len(nodes) * widths
-    adj = np.zeros((n, n), dtype=bool)
+    src, dst = [], []
+    w0 = np.arange(widths)
+    inner = (w0 > 0) & (w0 < widths - 1)
     for i, found in enumerate(moves):
         for s, broke, width in found:
             if s not in index:
                 continue
-            j = index[s]
-            for w0 in range(widths):
-                if broke:
-                    w1 = min(width + 1, widths - 1)
-                elif w0 == 0 or w0 == widths - 1:
-                    w1 = w0
-                else:
-                    w1 = min(w0 + width, widths - 1)
-                adj[i * widths + w0, j * widths + w1] = True
-    dist = np.full((n, n), INF, dtype=np.int64)
-    np.fill_diagonal(dist, 0)
-    cur = np.eye(n, dtype=bool)
-    a = adj.astype(np.float32)
-    for k in range(1, _MAX_STEPS + 1):
-        cur = (cur.astype(np.float32) @ a) > 0
-        fresh = cur & (dist >= INF)
-        if not fresh.any():
-            break
-        dist[fresh] = k
-    return dist
+            if broke:
+                w1 = np.full(widths, min(width + 1, widths - 1))
+            else:
+                w1 = np.where(inner, np.minimum(w0 + width, widths - 1), w0)
+            src.append(i * widths + w0)
+            dst.append(index[s] * widths + w1)
+    n = len(nodes) * widths
+    src = np.concatenate(src) if src else np.zeros(0, dtype=np.int64)
+    dst = np.concatenate(dst) if dst else np.zeros(0, dtype=np.int64)
+    order = np.argsort(dst, kind="stable")  # the reverse graph, as CSR: per node, the nodes one token before it
+    ptr = np.zeros(n + 1, dtype=np.int64)
+    np.cumsum(np.bincount(dst, minlength=n), out=ptr[1:])
+    goals = (np.array(targets, dtype=np.int64)[:, None] * widths + w0[None, :]).ravel()
+    return _reverse_bfs(ptr, src[order].astype(np.int64), goals, n, _MAX_STEPS)
+
+
+@nb.njit(cache=True)
+def _reverse_bfs(ptr, before, goals, n, steps):
+    """``out[x, k]``: the fewest edges from node ``x`` to ``goals[k]`` over the graph whose edges into ``y`` come
+    from ``before[ptr[y]:ptr[y+1]]`` (INF beyond ``steps``)."""
+    out = np.full((n, len(goals)), INF, dtype=np.int64)
+    queue = np.empty(n, dtype=np.int64)
+    for k in range(len(goals)):
+        out[goals[k], k] = 0
+        queue[0] = goals[k]
+        head, tail = 0, 1
+        while head < tail:
+            y = queue[head]
+            head += 1
+            d = out[y, k]
+            if d >= steps:
+                continue
+            for e in range(ptr[y], ptr[y + 1]):
+                x = before[e]
+                if out[x, k] >= INF:
+                    out[x, k] = d + 1
+                    queue[tail] = x
+                    tail += 1
+    return out
