@@ -210,12 +210,6 @@ class Matcher(TokenSteps):
                 f"grammar {grammar.name!r} has counted terminals (length bounds kept beside the lexer state): token "
                 f"budgets do not count them yet"
             )
-        if self.compiled._engine.lexer.contextual and self._indenter is not None:
-            raise BudgetUnsupportedError(
-                f"grammar {grammar.name!r} combines the contextual lexer (which lexes it otherwise than the basic one) "
-                f"with an indenter: token budgets count the indenter's newlines under the basic lexer only so far "
-                f"(pass lexer='basic' to Grammar.from_lark)"
-            )
         rt = self.compiled._budget_runtime()
         return TokenBudget(rt, max_tokens, self._lexstate, self._stack, self.compiled.grammar.name, self._post)
 

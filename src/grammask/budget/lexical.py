@@ -255,6 +255,11 @@ def completes(lexer: LexerAutomaton) -> np.ndarray:
     return out
 
 
+def starts_of(lexer: LexerAutomaton) -> np.ndarray:
+    """The states lexemes start in: state 0, or a contextual lexer's mode starts."""
+    return _starts(lexer)[0]
+
+
 def _starts(lexer: LexerAutomaton) -> tuple[np.ndarray, np.ndarray]:
     """The states lexemes start in (state 0; a contextual lexer's mode starts) and each mode's index among them."""
     if not lexer.contextual:

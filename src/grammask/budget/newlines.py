@@ -7,7 +7,8 @@ dedents to it) or one deeper (an indent). Widths count as :mod:`grammask.indenta
 
 :func:`build_newline_costs` finds, over the vocabulary's tokens, the fewest tokens that
 take a newline lexeme pending in lexer state ``q`` with its line ``w0`` wide to a complete newline
-whose last line is ``w1`` wide (``move``), and from no lexeme at all (``fresh``). Budgets keep
+whose last line is ``w1`` wide (``move``), and from no lexeme at all (``fresh``; under a contextual lexer
+the costliest over the modes' starts, where the newline's lexeme may begin). Budgets keep
 indentation levels at most ``width_cap`` wide (a newline that would open a deeper level is masked):
 ``term`` is then the most a newline of a completion costs, separator included, at any width up
 to one level deeper than the cap.
@@ -22,7 +23,7 @@ import numpy as np
 
 from grammask.automata.lexer import LexerAutomaton
 from grammask.budget.costs import INF
-from grammask.budget.lexical import completes
+from grammask.budget.lexical import completes, starts_of
 from grammask.errors import BudgetUnsupportedError
 
 _MAX_CAP = 126  # the widest level a budget tracks
@@ -60,15 +61,18 @@ def build_newline_costs(lexer: LexerAutomaton, newline: int, widths: np.ndarray,
     the widths a budget needs, or where a terminal of the grammar could run on from a complete newline.
     """
     trans, accept = lexer.trans, lexer.accept
+    starts = starts_of(lexer)
+    starts = starts[lexer.produce[starts, newline]]  # the lexemes' starts (one per mode) where a newline may begin
     pending = np.flatnonzero(lexer.produce[:, newline])
-    pending = pending[pending != 0]
-    nodes = [0, *pending.tolist()]
+    pending = pending[~np.isin(pending, starts_of(lexer))]
+    nodes = [*starts.tolist(), *pending.tolist()]
     moves = _token_moves(trans, nodes, widths.tolist(), [t for t in tokens if t])
-    starts_other = np.zeros(256, dtype=bool)
-    for b in range(256):
-        q = trans[0, b]
-        if q >= 0 and (lexer.produce[q] & ~lexer.ignored).any() and not lexer.produce[q, newline]:
-            starts_other[b] = True
+    starts_other = np.zeros(256, dtype=bool)  # bytes that begin another terminal in some mode
+    for q0 in starts.tolist():
+        for b in range(256):
+            q = trans[q0, b]
+            if q >= 0 and (lexer.produce[q] & ~lexer.ignored).any() and not lexer.produce[q, newline]:
+                starts_other[b] = True
     others = np.flatnonzero(starts_other)
     # where a completion's newline may end: no other terminal runs on from there
     complete = completes(lexer)  # not a fallback state whose earlier match is a newline
@@ -85,11 +89,13 @@ def build_newline_costs(lexer: LexerAutomaton, newline: int, widths: np.ndarray,
     # reach[i, w1]: from node i (state, width index) to a complete newline of width index w1 (a completion's
     # newline is followed by a terminal, so a pending one needs no separator; a counted one may: trail)
     reach = np.full((len(nodes) * widths, widths), INF, dtype=np.int64)
-    fresh = np.full(widths, INF, dtype=np.int64)
+    fresh = np.full((len(starts), widths), INF, dtype=np.int64)
     for k, s in enumerate(ends):
         part = dist[:, k * widths: (k + 1) * widths]
         reach = np.minimum(reach, part)
-        fresh = np.minimum(fresh, part[index[0] * widths] + int(trail[s]))  # from no lexeme (no break yet)
+        # from no lexeme (no break yet), in each mode's start
+        fresh = np.minimum(fresh, part[np.arange(len(starts)) * widths] + int(trail[s]))
+    fresh = fresh.max(axis=0)  # whichever mode a completion meets a newline in
     needed = int(fresh[1: _MIN_CAP + 3].max())
     if needed >= INF:
         raise BudgetUnsupportedError("token budgets need newlines of every width up to "
@@ -99,7 +105,7 @@ def build_newline_costs(lexer: LexerAutomaton, newline: int, widths: np.ndarray,
         cap += 1
     row = np.full(lexer.n_states, -1, dtype=np.int32)
     row[pending] = np.arange(len(pending), dtype=np.int32)
-    table = reach.reshape(len(nodes), widths, widths)[1:]
+    table = reach.reshape(len(nodes), widths, widths)[len(starts):]
     move = table[:, : cap + 4, : cap + 4].copy()
     move[:, cap + 3] = table[:, widths - 1, : cap + 4]  # any width past cap + 1 moves alike
     move[:, :, cap + 3] = INF  # no completion writes a newline wider than cap + 1

@@ -30,7 +30,7 @@ from grammask.budget.lexical import completes
 from grammask.budget.readings import ModeReadings
 from grammask.budget.tables import UNBOUNDED, BudgetTables
 from grammask.classes import class_words
-from grammask.indentation import byte_widths
+from grammask.indentation import IndentRuntime, byte_widths
 from grammask.parser.kernels import ALWAYS, NEVER, feed_terminal
 from grammask.spanner import NewlineWidths, SequenceTable, TrieWalk, walk_alive
 
@@ -542,7 +542,7 @@ class BudgetRuntime:
         if engine.lexer.contextual:
             self._readings = ModeReadings(engine)
             self.lr = (self._readings.action, *self.lr[1:])
-            n_ids = self._readings.n_ids
+            n_ids = max(n_ids, self._readings.n_ids)
         self._seqs = SequenceTable(n_ids)
         self._walk: TrieWalk | None = None  # scratch of the vocabulary walks, made on the first one
         self._lock = threading.Lock()
@@ -696,6 +696,18 @@ class BudgetRuntime:
             end_width=end_width,
         )
 
+    @property
+    def several_readings(self) -> bool:
+        """Whether a token may be in several groups of a state (a contextual lexer's readings, of which a stack
+        parses one: the others cost REJECTED)."""
+        return self._readings is not None
+
+    @property
+    def indenter(self) -> IndentRuntime | None:
+        """The indenter the budget feeds its token groups through (under a contextual lexer, one that reads the
+        budget's own aliases); None without an indenter."""
+        return self.engine.indenter if self._readings is None else self._readings.indenter
+
     def _bound(self, seq: tuple[int, ...], end: int) -> int:
         """:func:`token_bound` of a group (an indenter's newline counts as the terminals it may feed)."""
         indent = self.engine.indent
@@ -704,7 +716,8 @@ class BudgetRuntime:
             return token_bound(len(seq), last, end, *self._bound_args)
         weight = self.tables.bound_weight[indent.newline_lexer]
         n = sum(int(weight) if x >= indent.base else 1 for x in seq)
-        last = (indent.newline if seq[-1] >= indent.base else seq[-1]) if seq else 0
+        last = 0 if not seq else indent.newline if seq[-1] >= indent.base else seq[-1] if self._readings is None else \
+            self._readings.parser_terminal(seq[-1])
         return token_bound(n, last, end, *self._bound_args)
 
     def _end_widths(self, q: int, token_ids: np.ndarray, end: np.ndarray) -> np.ndarray:
@@ -712,11 +725,11 @@ class BudgetRuntime:
         out = np.zeros(len(token_ids), dtype=np.int64)
         if self.engine.indent is None:
             return out
-        width_after = self.engine.indenter.width_after
+        width_after = self.indenter.width_after
         tokens = self.engine.vocab.tokens
         for i in np.flatnonzero(self.tables.newlines.row[end] >= 0).tolist():
             data = tokens[int(token_ids[i])]
-            low, high = width_after(q, 0, data), width_after(q, _FAR, data)
+            low, high = width_after(q, 0, data, int(end[i])), width_after(q, _FAR, data, int(end[i]))
             out[i] = width_key(low == high, low)
         return out
 
