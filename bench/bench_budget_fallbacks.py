@@ -53,11 +53,11 @@ def _grammars(name: str, lexer: str) -> tuple[gm.Grammar, list[tuple[str, str]]]
     if name == "python.lark":
         seed = load_seed_grammar("python")
         text = (Path(lark.__file__).parent / "grammars" / "python.lark").read_text()
-        postlex = make_postlex("lark.indenter:PythonIndenter")
+        postlex, start = make_postlex("lark.indenter:PythonIndenter"), "file_input"
     else:
         seed = load_seed_grammar(name)
-        text, postlex = seed.lark_text, make_postlex(seed.postlex)
-    return gm.Grammar.from_lark(text, lexer=lexer, name=name, postlex=postlex), list(seed.programs)
+        text, postlex, start = seed.lark_text, make_postlex(seed.postlex), "start"
+    return gm.Grammar.from_lark(text, lexer=lexer, name=name, postlex=postlex, start=start), list(seed.programs)
 
 
 def walk_claim(matcher, claim: int) -> int:
