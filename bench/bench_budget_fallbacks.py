@@ -11,8 +11,10 @@ claim is realised: tokens are taken greedily, each the cheapest that lowers the 
 always exists and that the walk is no longer than the claim). Reported: prefixes compared, where the claims differ
 (count, range, mean of this - plain), INF claims (and of those, where the plain claim is finite), prefixes that
 leave a fallback pending, where a budget of ten times the program's length first masks one of its tokens (a conflict,
-or a token allowed only where its long lexeme dies, which costs INF), the walks (count, mean claim -
-walk) and the budget tables' build time.
+or a token allowed only where its long lexeme dies, which costs INF), and at the walked prefixes, for up to 64
+tokens each that leave a fallback pending and the plain grammar allows: how many, at how many the cost after the
+token is above the plain grammar's (and the mean difference), and how many the budget masks (cost INF), the walks (count, mean claim -
+walk) and the budget tables' build time (cold).
 
     python bench/bench_budget_fallbacks.py [--tokenizer smollm2] [--grammars go,java,python,python.lark]
 
@@ -43,7 +45,7 @@ from report import environment
 
 import grammask as gm
 from grammask.bitmask import allocate_bitmask, bitmask_to_bool
-from grammask.budget import INF
+from grammask.budget import INF, build_budget_tables
 
 RESULTS = Path(__file__).resolve().parent / "results"
 
@@ -76,6 +78,30 @@ def walk_claim(matcher, claim: int) -> int:
     return n
 
 
+def _near_fallbacks(m, p, most: int = 64) -> list[int]:
+    """For up to ``most`` tokens after which ``m`` leaves a fallback pending and the plain grammar's matcher ``p``
+    allows: ``m``'s cost after the token minus ``p``'s (INF where ``m`` masks it)."""
+    alt = m.compiled._engine.lexer.alt
+    if alt is None:
+        return []
+    groups = m.compiled._budget_runtime().groups(m._lexstate)
+    costs = m.next_token_costs()
+    found = []
+    for g in np.flatnonzero(alt[groups.ends] >= 0).tolist():
+        for w in range(groups.tok_ptr[g], groups.tok_ptr[g + 1]):
+            bits, base = int(np.uint32(groups.tok_bits[w])), int(groups.tok_words[w]) * 32
+            found.extend(base + b for b in range(32) if bits >> b & 1)
+    out = []
+    for t in found[:most]:
+        after = p.fork()
+        if not after.accept_token(t):
+            continue
+        plain = after.min_tokens_to_finish()
+        if plain < INF:
+            out.append(INF if costs[t] < 0 else int(costs[t]) - plain)
+    return out
+
+
 def _replay(backs, plain, ids: list[int], n_logits: int, walk_every: int) -> dict:
     """Claims of both grammars after every prefix of ``ids`` (unbudgeted matchers: a claim does not depend on the
     budget), walks from every ``walk_every``-th, and where a large budget first masks a program token."""
@@ -83,7 +109,7 @@ def _replay(backs, plain, ids: list[int], n_logits: int, walk_every: int) -> dic
     large = backs.matcher(max_tokens=10 * len(ids) + 10)
     alt = backs._engine.lexer.alt
     row = allocate_bitmask(1, n_logits)[0]
-    out = {"diffs": [], "pending": 0, "cut": "-", "gaps": [], "inf": 0, "inf_only_here": 0}
+    out = {"diffs": [], "pending": 0, "cut": "-", "gaps": [], "inf": 0, "inf_only_here": 0, "near": []}
     for i, t in enumerate(ids):
         claim = m.min_tokens_to_finish()
         other = INF if p is None else p.min_tokens_to_finish()
@@ -97,6 +123,8 @@ def _replay(backs, plain, ids: list[int], n_logits: int, walk_every: int) -> dic
             if walked > claim:
                 raise AssertionError(f"walk {walked} above the claim {claim}")
             out["gaps"].append(claim - walked)
+            if p is not None:
+                out["near"].extend(_near_fallbacks(m, p))
         if large is not None:
             large.fill_mask(row)
             if bitmask_to_bool(row, n_logits)[t]:
@@ -110,6 +138,12 @@ def _replay(backs, plain, ids: list[int], n_logits: int, walk_every: int) -> dic
             except gm.errors.GrammaskError:
                 p = None  # the plain rule rejects the program here: no more comparisons
     return out
+
+
+def _near(diffs: list[int]) -> str:
+    d = np.array(diffs, dtype=np.int64)
+    finite = d[d < INF]
+    return f"{len(d)}, {int((finite > 0).sum())} ({finite.mean() if len(finite) else 0:.2f}), {int((d >= INF).sum())}"
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -128,7 +162,8 @@ def main(argv: list[str] | None = None) -> int:
               f"--tokenizer {args.tokenizer} --grammars {args.grammars} --lexers {args.lexers} --walk {args.walk}`"), "",
              ("| grammar | lexer | fallback states | budget tables (s) | program | tokens | prefixes compared | claims "
               "above plain: prefixes (range, mean) | claims INF (plain finite) | fallback pending | large budget first cuts | "
-              "walks (mean claim - walk) |"), "|" + " --- |" * 12]
+              "walks (mean claim - walk) | near a fallback: tokens, claims above plain (mean), masked |"),
+             "|" + " --- |" * 13]
     for name in args.grammars.split(","):
         for lexer in args.lexers.split(","):
             with warnings.catch_warnings():
@@ -137,7 +172,7 @@ def main(argv: list[str] | None = None) -> int:
                 backs = gm.compile(grammar, vocab)
                 plain = gm.compile(dataclasses.replace(grammar, backtrack=False), vocab)
                 start = time.perf_counter()
-                backs.matcher(max_tokens=1 << 20)
+                build_budget_tables(backs._engine)  # cold: the disk cache keeps them for the matchers
                 tables = time.perf_counter() - start
             alt = backs._engine.lexer.alt
             n_falls = 0 if alt is None else int((alt >= 0).sum())
@@ -148,7 +183,8 @@ def main(argv: list[str] | None = None) -> int:
                 above = f"{int((d != 0).sum())} ({int(d.min(initial=0))}..{int(d.max(initial=0))}, {d.mean() if len(d) else 0:.3f})"
                 g = np.array(r["gaps"])
                 lines.append(f"| {name} | {lexer} | {n_falls} | {tables:.2f} | {program} | {len(ids)} | {len(d)} | "
-                             f"{above} | {r['inf']} ({r['inf_only_here']}) | {r['pending']} | {r['cut']} | {len(g)} ({g.mean():.2f}) |")
+                             f"{above} | {r['inf']} ({r['inf_only_here']}) | {r['pending']} | {r['cut']} | {len(g)} ({g.mean():.2f}) | "
+                             f"{_near(r['near'])} |")
                 print(lines[-1], flush=True)
     Path(args.out).write_text("\n".join(lines) + "\n")
     return 0
