@@ -41,7 +41,7 @@ import lark
 import numpy as np
 from cases import load_seed_grammar, load_tokenizer
 from harness import make_postlex
-from report import environment
+from report import table_head
 
 import grammask as gm
 from grammask.bitmask import allocate_bitmask, bitmask_to_bool
@@ -156,14 +156,14 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     tok = load_tokenizer(args.tokenizer)
     vocab = tok.vocab
-    env = environment(1)
-    lines = [f"# Token budgets where the lexer backs up ({args.tokenizer}, one thread)", "",
-             (f"{env['date']}, {env['cpu']}, Python {env['python']}; `python bench/bench_budget_fallbacks.py "
-              f"--tokenizer {args.tokenizer} --grammars {args.grammars} --lexers {args.lexers} --walk {args.walk}`"), "",
-             ("| grammar | lexer | fallback states | budget tables (s) | program | tokens | prefixes compared | claims "
-              "above plain: prefixes (range, mean) | claims INF (plain finite) | fallback pending | large budget first cuts | "
-              "walks (mean claim - walk) | near a fallback: tokens, claims above plain (mean), masked |"),
-             "|" + " --- |" * 13]
+    lines = table_head(
+        f"Token budgets where the lexer backs up ({args.tokenizer}, one thread)",
+        (f"python bench/bench_budget_fallbacks.py --tokenizer {args.tokenizer} --grammars {args.grammars} "
+         f"--lexers {args.lexers} --walk {args.walk}"),
+        ["grammar", "lexer", "fallback states", "budget tables (s)", "program", "tokens", "prefixes compared",
+         "claims above plain: prefixes (range, mean)", "claims INF (plain finite)", "fallback pending",
+         "large budget first cuts", "walks (mean claim - walk)",
+         "near a fallback: tokens, claims above plain (mean), masked"])
     for name in args.grammars.split(","):
         for lexer in args.lexers.split(","):
             with warnings.catch_warnings():
