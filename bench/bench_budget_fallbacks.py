@@ -13,7 +13,8 @@ always exists and that the walk is no longer than the claim). Reported: prefixes
 leave a fallback pending, where a budget of ten times the program's length first masks one of its tokens (a conflict,
 or a token allowed only where its long lexeme dies, which costs INF), and at the walked prefixes, for up to 64
 tokens each that leave a fallback pending and the plain grammar allows: how many, at how many the cost after the
-token is above the plain grammar's (and the mean difference), and how many the budget masks (cost INF), the walks (count, mean claim -
+token is above the plain grammar's (and the mean difference), and how many the budget masks (cost INF); and the
+median mask time unbudgeted and budgeted (while the large budget runs), the walks (count, mean claim -
 walk) and the budget tables' build time (cold).
 
     python bench/bench_budget_fallbacks.py [--tokenizer smollm2] [--grammars go,java,python,python.lark]
@@ -109,7 +110,8 @@ def _replay(backs, plain, ids: list[int], n_logits: int, walk_every: int) -> dic
     large = backs.matcher(max_tokens=10 * len(ids) + 10)
     alt = backs._engine.lexer.alt
     row = allocate_bitmask(1, n_logits)[0]
-    out = {"diffs": [], "pending": 0, "cut": "-", "gaps": [], "inf": 0, "inf_only_here": 0, "near": []}
+    out = {"diffs": [], "pending": 0, "cut": "-", "gaps": [], "inf": 0, "inf_only_here": 0, "near": [],
+           "free": [], "budgeted": []}
     for i, t in enumerate(ids):
         claim = m.min_tokens_to_finish()
         other = INF if p is None else p.min_tokens_to_finish()
@@ -125,8 +127,13 @@ def _replay(backs, plain, ids: list[int], n_logits: int, walk_every: int) -> dic
             out["gaps"].append(claim - walked)
             if p is not None:
                 out["near"].extend(_near_fallbacks(m, p))
+        start = time.perf_counter()
+        m.fill_mask(row)
+        out["free"].append(time.perf_counter() - start)
         if large is not None:
+            start = time.perf_counter()
             large.fill_mask(row)
+            out["budgeted"].append(time.perf_counter() - start)
             if bitmask_to_bool(row, n_logits)[t]:
                 large.advance(t)
             else:
@@ -163,7 +170,7 @@ def main(argv: list[str] | None = None) -> int:
         ["grammar", "lexer", "fallback states", "budget tables (s)", "program", "tokens", "prefixes compared",
          "claims above plain: prefixes (range, mean)", "claims INF (plain finite)", "fallback pending",
          "large budget first cuts", "walks (mean claim - walk)",
-         "near a fallback: tokens, claims above plain (mean), masked"])
+         "near a fallback: tokens, claims above plain (mean), masked", "mask p50 free / budgeted (ms)"])
     for name in args.grammars.split(","):
         for lexer in args.lexers.split(","):
             with warnings.catch_warnings():
@@ -184,7 +191,8 @@ def main(argv: list[str] | None = None) -> int:
                 g = np.array(r["gaps"])
                 lines.append(f"| {name} | {lexer} | {n_falls} | {tables:.2f} | {program} | {len(ids)} | {len(d)} | "
                              f"{above} | {r['inf']} ({r['inf_only_here']}) | {r['pending']} | {r['cut']} | {len(g)} ({g.mean():.2f}) | "
-                             f"{_near(r['near'])} |")
+                             f"{_near(r['near'])} | {np.median(r['free']) * 1e3:.3f} / "
+                             f"{np.median(r['budgeted']) * 1e3:.3f} |")
                 print(lines[-1], flush=True)
     Path(args.out).write_text("\n".join(lines) + "\n")
     return 0

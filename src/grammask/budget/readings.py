@@ -27,7 +27,10 @@ if TYPE_CHECKING:
 
 class ModeReadings:
     """A contextual lexer's token readings for the budget: :meth:`walk` and the ``action`` table with the aliases'
-    columns (grown as walks add aliases; the caller serializes walks)."""
+    columns (grown as walks add aliases; the caller serializes walks).
+
+    Raises :class:`~grammask.errors.GrammarError` (an internal error) where an indenter's context ids are not laid out
+    after the room the budget's aliases take."""
 
     def __init__(self, engine: Engine):
         lexer, tables = engine.lexer, engine.parse
