@@ -29,3 +29,14 @@ def test_runs_and_appends(tmp_path):
 def test_unknown_grammar_is_a_usage_error():
     with pytest.raises(SystemExit):
         bench_agreement.main(["--grammars", "nope"])
+
+
+def test_documents_the_tokenizer_cannot_spell_are_counted_apart():
+    tok = bench_agreement.load_tokenizer("smollm2")
+    text = "1+\x06"  # SmolLM2's encoding drops the control byte
+    assert tok.vocab.decode(tok.encode(text)) != text.encode()
+    result = bench_agreement.Result("syncode-calc", None)
+    judges = bench_agreement.Judges(compiled=None, parser=None, tok=tok)  # never asked: nothing to judge
+    assert bench_agreement.check(result, judges, "mutated", text, 3) == (False, True)
+    assert (result.unspellable, result.mutated, result.mutated_agree) == (1, 0, 0)
+    assert "| unspellable |" in bench_agreement.markdown([result], "header")

@@ -178,3 +178,35 @@ def test_masks_equal_the_oracle_at_every_prefix(grammar, pieces, texts):
         for _ in range(3):
             ids = _pieces(text.encode(), parts, rng)
             assert check_cuts(compiled, oracle, vocab, ids, list(range(len(ids) + 1))) == len(ids) + 1
+
+
+ZEROS = 'start: item*\nitem: INT NAME | FLOAT | NAME\nINT: /0|[1-9][0-9]*/\nFLOAT: /[0-9]+\\.[0-9]+/\nNAME: /[a-z]+/\n'
+"""``00000x``: FLOAT's prefix ``00000`` dies at ``x``, so Lark lexes INT ``0`` four times, one more than the
+fallback states keep (``MAX_DEPTH``); the parser never takes INT right after INT."""
+
+
+def _backing_up_warnings(grammar: Grammar) -> list[str]:
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        build_front(grammar)
+    return [str(w.message) for w in caught if "back up" in str(w.message)]
+
+
+@pytest.mark.parametrize("lexer", ["basic", "contextual"])
+def test_dropped_fallbacks_the_parser_rejects_are_not_warned_about(lexer):
+    assert _backing_up_warnings(Grammar.from_lark(ZEROS, lexer=lexer)) == []
+    with pytest.raises(lark.exceptions.UnexpectedInput):  # what grammask's plain rule refuses, Lark's parser refuses
+        lark.Lark(ZEROS, parser="lalr", lexer=lexer).parse("00000x")
+    adjacent = ZEROS.replace("item: INT NAME", "item: INT")  # INT INT parses: the dropped reading matters
+    assert lark.Lark(adjacent, parser="lalr", lexer=lexer).parse("00000x")
+    assert any("of INT after more than 3 lexemes" in w for w in _backing_up_warnings(Grammar.from_lark(adjacent, lexer=lexer)))
+
+
+@pytest.mark.parametrize("lexer", ["basic", "contextual"])
+def test_syncode_go_backs_up_as_lark_everywhere(lexer):
+    """SynCode's Go drops fallbacks inside ``1e…`` and ``0000…`` numbers (NAME or DECIMAL_LIT right after
+    DECIMAL_LIT), which its parser never takes: nothing to warn about."""
+    path = SYNCODE_PYTHON.parent / "go.lark" if SYNCODE_PYTHON is not None else None
+    if path is None or not path.exists():
+        pytest.skip("SynCode's grammars are not in shared/data/syncode-grammars")
+    assert _backing_up_warnings(Grammar.from_lark(path.read_text(), name="go", lexer=lexer)) == []

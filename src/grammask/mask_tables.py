@@ -21,7 +21,7 @@ import numpy as np
 
 from grammask.automata.contextual import contextual_lexer
 from grammask.automata.counted import CountTables
-from grammask.automata.fallback import MAX_DEPTH
+from grammask.automata.fallback import MAX_DEPTH, Reading
 from grammask.automata.lexer import LexerAutomaton, build_lexer, with_fallbacks
 from grammask.bitmask import bitmask_words
 from grammask.classes import (
@@ -51,6 +51,8 @@ from grammask.parser.tables import ERROR, ParseTables, build_parse_tables
 from grammask.spanner import NewlineWidths, SequenceTable, TrieWalkPool, walk_alive
 
 if TYPE_CHECKING:
+    from collections.abc import Mapping
+
     from grammask.errors import Deadline
     from grammask.vocab import Vocabulary
 
@@ -210,7 +212,7 @@ def build_front(grammar: Grammar, deadline: Deadline | None = None) -> Front:
             lexer, state_modes = made
     if grammar.backtrack and grammar.semicolons is None and lexer.counter is None:
         plain = lexer.n_states
-        lexer, origin = _with_fallbacks(grammar, lexer)
+        lexer, origin = _with_fallbacks(grammar, lexer, terminal_follows(tables), mapping)
         if state_modes is not None and origin is not None:  # a fallback state is in its long lexeme's modes
             state_modes = np.vstack([state_modes, np.where((origin[plain:] >= 0)[:, None],
                                                            state_modes[np.maximum(origin[plain:], 0)], False)])
@@ -221,10 +223,12 @@ def build_front(grammar: Grammar, deadline: Deadline | None = None) -> Front:
     return Front(lexer, tables, mapping, indent, state_modes)
 
 
-def _with_fallbacks(grammar: Grammar, lexer: LexerAutomaton) -> tuple[LexerAutomaton, np.ndarray | None]:
+def _with_fallbacks(grammar: Grammar, lexer: LexerAutomaton, follows: np.ndarray, mapping: np.ndarray,
+                    ) -> tuple[LexerAutomaton, np.ndarray | None]:
     """``lexer`` with Lark's fallbacks (:func:`~grammask.automata.lexer.with_fallbacks`) where they can be built
-    exactly, with a warning naming the places where grammask's lexer still does not back up as Lark's does; and
-    each state's origin (``Fallbacks.origin``; None where the lexer is unchanged)."""
+    exactly, with a warning naming the places where grammask's lexer still does not back up as Lark's does (unless
+    the parser rejects every reading dropped there: ``follows`` from :func:`terminal_follows`, ``mapping`` the
+    lexer-to-parser terminal map); and each state's origin (``Fallbacks.origin``; None where the lexer is unchanged)."""
     backed, made, limit = with_fallbacks(lexer)
     if limit is not None:
         warnings.warn(f"grammar '{grammar.name}': grammask's lexer does not back up to an earlier match where Lark's "
@@ -239,13 +243,30 @@ def _with_fallbacks(grammar: Grammar, lexer: LexerAutomaton) -> tuple[LexerAutom
         if measured:
             _warn_no_fallback(grammar, measured, lexer, "where the text read past the match counts for the indentation")
             return lexer, None
-    if made.cut:
-        _warn_no_fallback(grammar, sorted(made.cut), lexer, f"after more than {MAX_DEPTH} lexemes read past the match")
-    if made.parted:
-        _warn_no_fallback(grammar, sorted(made.parted), lexer, "where the contextual lexer's next mode after it decides "
+    stands_for = dict(lexer.aliases)
+    opaque = frozenset() if rules is None else frozenset(
+        t for t, name in enumerate(lexer.terminals) if rules.newline in (name, stands_for.get(name)))
+    cut, parted = (_parsed_drops(dropped, follows, mapping, opaque) for dropped in (made.cut, made.parted))
+    if cut:
+        _warn_no_fallback(grammar, cut, lexer, f"after more than {MAX_DEPTH} lexemes read past the match")
+    if parted:
+        _warn_no_fallback(grammar, parted, lexer, "where the contextual lexer's next mode after it decides "
                           "how the text after it lexes and the match is itself inside the text read past another match "
                           "or its terminal looks past its lexeme (pass lexer='basic')")
     return backed, made.origin if made.added else None
+
+
+def _parsed_drops(dropped: Mapping[int, frozenset[Reading]], follows: np.ndarray, mapping: np.ndarray,
+                  opaque: frozenset[int]) -> list[int]:
+    """The terminals of ``dropped`` (``Fallbacks.cut`` or ``parted``) with a dropped reading the parser may take: each
+    of its pairs of adjacent lexer terminals one the parser may take one after the other (an ignored terminal, or one
+    of ``opaque`` whose postlex may add or drop terminals after it, could be followed by anything)."""
+
+    def may(x: int, y: int) -> bool:
+        px, py = int(mapping[x]), int(mapping[y])
+        return px < 0 or py < 0 or x in opaque or y in opaque or bool(follows[px, py])
+
+    return sorted(t for t, readings in dropped.items() if any(all(may(x, y) for x, y in r) for r in readings))
 
 
 def _warn_no_fallback(grammar: Grammar, terminals, lexer: LexerAutomaton, where: str) -> None:
@@ -693,6 +714,18 @@ def with_alias_columns(tables: ParseTables, lexer: LexerAutomaton, parser_term: 
     return dataclasses.replace(tables, action=np.hstack([action, extra]))
 
 
+def terminal_follows(tables: ParseTables) -> np.ndarray:
+    """``follows[x, y]``: some LR state that parser terminal ``x`` shifts into has an action on column ``y``
+    (False: the parser never takes ``y`` right after ``x``)."""
+    action = tables.action
+    live = action != ERROR
+    follows = np.zeros((action.shape[1], action.shape[1]), dtype=np.bool_)
+    for x in range(tables.end):
+        targets = np.unique(action[:, x][action[:, x] >= 0])
+        follows[x] = live[targets].any(axis=0)
+    return follows
+
+
 def may_follow(tables: ParseTables, lexer: LexerAutomaton, parser_term: np.ndarray, n_options: int,
                ) -> tuple[np.ndarray, np.ndarray]:
     """Which parser terminal may be accepted right after a sequence item (see :func:`walk_contextual`): per parser
@@ -700,10 +733,7 @@ def may_follow(tables: ParseTables, lexer: LexerAutomaton, parser_term: np.ndarr
     action = tables.action
     n_columns = action.shape[1]
     live = action != ERROR
-    plain = np.zeros((n_columns, n_columns), dtype=np.bool_)
-    for x in range(tables.end):
-        targets = np.unique(action[:, x][action[:, x] >= 0])
-        plain[x] = live[targets].any(axis=0)
+    plain = terminal_follows(tables)
     by_option = np.zeros((len(lexer.terminals), max(n_options, 1), n_columns), dtype=np.bool_)
     for t, options in enumerate(lexer.branch_options):
         if not 0 <= parser_term[t] < n_columns:

@@ -23,8 +23,8 @@ terminals ``a`` and ``a+b`` on ``aaaa…``) it stops at :data:`MAX_NEW_STATES` a
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from dataclasses import dataclass
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -52,6 +52,10 @@ HEAD = -3
 """``origin`` of a *parting* state (see :class:`Fallbacks`)."""
 
 
+Reading = frozenset[tuple[int, int]]
+"""A dropped reading: pairs of lexer terminals it emits one right after the other."""
+
+
 @dataclass(frozen=True)
 class Fallbacks:
     """A lexer DFA with fallback and chain states added after its own ``n_plain`` states (which keep their numbers).
@@ -64,6 +68,9 @@ class Fallbacks:
     -1 otherwise. ``windows`` lists the bytes a long
     lexeme reads while a fallback is pending (where the earlier match's terminal is emitted later), per fallback
     terminal. ``cut`` names the terminals of fallbacks dropped at :data:`MAX_DEPTH` (the plain rule stays there).
+    ``cut`` and ``parted`` map each such terminal to its dropped readings, each as pairs ``(x, y)`` of lexer terminals
+    it emits one right after the other: where the parser never takes ``y`` right after ``x``, Lark's parse of that
+    reading fails too, and dropping it changes no verdict.
 
     Under a contextual lexer the text after an earlier match whose terminal branches (the next mode depends on the
     stack) may lex differently per mode. There the transition out of the match goes to a *parting* state (``origin``
@@ -84,8 +91,8 @@ class Fallbacks:
     alt: np.ndarray
     first_after: np.ndarray
     windows: dict[int, frozenset[int]]
-    cut: frozenset[int] = frozenset()
-    parted: frozenset[int] = frozenset()
+    cut: Mapping[int, frozenset[Reading]] = field(default_factory=dict)
+    parted: Mapping[int, frozenset[Reading]] = field(default_factory=dict)
     part_row: np.ndarray | None = None
     parts: np.ndarray | None = None
     bits: np.ndarray | None = None
@@ -237,22 +244,22 @@ class _Builder:
         self.head_ids: dict[tuple[int, int, tuple[int, ...]], int] = {}
         self.rows: list[list[int] | None] = [None] * self.n
         self.depth = [0] * self.n
-        self.cut: set[int] = set()
-        self.parted: set[int] = set()
+        self.cut: dict[int, set[Reading]] = {}
+        self.parted: dict[int, set[Reading]] = {}
         self.produce_lists = [np.flatnonzero(row).tolist() for row in produce]
         self.utf8 = _utf8_table()
         self._dead: dict[int, list[int]] = {}
 
-    def state(self, origin: int, term: int, again: int, bits: int = 0) -> int:
+    def state(self, origin: int, term: int, again: int, bits: int = 0, before: int = -1) -> int:
         """The state growing ``origin``'s lexeme (-1: a chain state) that emits ``term`` and restarts in ``again``
         when it dies (``bits``: the branch options of ``term`` it serves, 0 for all); -1 (and ``term`` cut) past
-        :data:`MAX_DEPTH`."""
+        :data:`MAX_DEPTH`. ``before``: the terminal emitted right before ``term``'s lexeme, -1 if not known."""
         key = (origin, term, again, bits)
         found = self.ids.get(key)
         if found is None:
             depth = self.depth[again] + 1
             if depth > MAX_DEPTH:
-                self.cut.add(term)
+                self._drop(self.cut, term, term, [again], before)
                 return -1
             found = self.ids[key] = self._add(key, depth)
         return found
@@ -269,11 +276,11 @@ class _Builder:
         """Where ``byte`` takes a lexeme of branch terminal ``term`` on to plain state ``nxt``, a fallback to it: the
         fallback state where every mode after ``term`` lexes ``byte`` alike, else a parting state over one per group
         of modes that agree (-1: none)."""
-        tails = [self.step(start, byte) for start in self.branches[term]]
+        tails = [self.step(start, byte, term) for start in self.branches[term]]
         if len(set(tails)) == 1:
             return -1 if tails[0] < 0 else self.state(nxt, term, tails[0])
         if term in self.looks_past:
-            self.parted.add(term)
+            self._drop(self.parted, term, term, tails)
             return -1
         members = tuple(-1 if tail < 0 else self.state(nxt, term, tail, sum(1 << k for k, t in enumerate(tails)
                                                                              if t == tail)) for tail in tails)
@@ -322,31 +329,52 @@ class _Builder:
             out.append(nxt if made < 0 else made)
         return out
 
-    def step(self, s: int, byte: int) -> int:
-        """The state after ``byte`` from ``s`` under the rule (chain states for what it completes), -1 if rejected."""
+    def step(self, s: int, byte: int, before: int) -> int:
+        """The state after ``byte`` from ``s`` under the rule (chain states for what it completes), -1 if rejected;
+        ``before`` is the terminal emitted right before the lexeme of ``s``."""
         nxt = self.row(s)[byte]
         if nxt >= 0:
             head, term, row, _ = self.keys[nxt]
             if head != HEAD:
                 return nxt
-            self.parted.add(term)  # the mode after a lexeme of the chain would pick the restart: not kept
+            # the mode after a lexeme of the chain would pick the restart: not kept
+            self.parted.setdefault(term, set()).add(frozenset({(before, term)} if before >= 0 else ()))
             return self.heads[row][0]
         _, term, again, _ = self.keys[s]
         if term < 0 or s in self.starts or not self.ends(s, byte):
             return -1
-        tail = self.resume(term, again, byte)
-        return -1 if tail < 0 else self.state(-1, term, tail)
+        tail = self.resume(term, again, byte, before)
+        return -1 if tail < 0 else self.state(-1, term, tail, before=before)
 
-    def resume(self, term: int, again: int, byte: int) -> int:
+    def resume(self, term: int, again: int, byte: int, before: int = -1) -> int:
         """The state after ``byte`` read where the lexeme after ``term`` starts in ``again`` (-1: rejected); at a
-        branch the one every mode reaches, else -1 with ``term`` cut."""
+        branch the one every mode reaches, else -1 with ``term`` parted (``before``: as in :meth:`state`)."""
         if again != BRANCH:
-            return self.step(again, byte)
-        tails = {self.step(start, byte) for start in self.branches[term]}
+            return self.step(again, byte, term)
+        tails = {self.step(start, byte, term) for start in self.branches[term]}
         if len(tails) == 1:
             return tails.pop()
-        self.parted.add(term)
+        self._drop(self.parted, term, term, tails, before)
         return -1
+
+    def _drop(self, dropped: dict[int, set[Reading]], named: int, term: int, after: Iterable[int], before: int = -1,
+              ) -> None:
+        """Record under ``named`` the dropped readings that emit ``before`` (if known), ``term``, then a lexeme from one
+        of the states ``after``."""
+        readings = dropped.setdefault(named, set())
+        lead = {(before, term)} if before >= 0 else set()
+        for q in after:
+            if q >= 0:
+                readings.update(frozenset({*lead, (term, y)}) for y in self.first_terms(q))
+
+    def first_terms(self, q: int) -> list[int]:
+        """The terminals the lexeme in state ``q`` may be emitted as first (its earlier match, if it falls back)."""
+        origin, term, row, _ = self.keys[q]
+        if q < self.n:
+            return self.produce_lists[q]
+        if origin == HEAD:
+            return [term, *self.produce_lists[self.heads[row][0]]]
+        return [term] if origin < 0 else [term, *self.produce_lists[origin]]
 
     def survives(self, s: int, byte: int) -> bool:
         """Whether ``byte`` read in ``s`` is lexed on (what it ends emitted), without making chain states."""
@@ -470,7 +498,7 @@ class _Builder:
             np.concatenate([accept, np.full(pad, -1, dtype=np.int32)]),
             np.concatenate([restart, np.zeros(pad, dtype=np.int32)]),
             np.concatenate([origin, np.full(pad, -2, dtype=np.int32)]), alt, first_after,
-            {t: frozenset(b) for t, b in windows.items()}, frozenset(self.cut), frozenset(self.parted),
+            {t: frozenset(b) for t, b in windows.items()}, _frozen(self.cut), _frozen(self.parted),
             np.concatenate([part_row, np.full(pad, -1, dtype=np.int32)]) if parting else None,
             parts if parting else None, np.concatenate([bits, np.zeros(pad, dtype=np.int64)]) if parting else None)
 
@@ -523,3 +551,7 @@ class _Builder:
                     elif emits(st, byte) and dies[long_next]:
                         out[acc[st]] = True
         return out
+
+
+def _frozen(dropped: dict[int, set[Reading]]) -> dict[int, frozenset[Reading]]:
+    return {t: frozenset(readings) for t, readings in dropped.items()}

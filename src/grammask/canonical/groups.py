@@ -30,7 +30,7 @@ import numpy as np
 
 from grammask.canonical.model import BYTE_TO_CHAR, BpeModel
 from grammask.canonical.pairs import NO_MERGE, PairTable
-from grammask.canonical.pretokens import _CONTRACTION_LETTERS, Segmenter, char_class
+from grammask.canonical.pretokens import Segmenter, class_string
 
 _LONG_RUN = re.compile(r"([^1])\1\1+")
 _REMEMBERED_ROWS = 2048  # kept_after rows remembered (bit-packed: 16 KB each for Llama-3)
@@ -38,11 +38,7 @@ _REMEMBERED_ROWS = 2048  # kept_after rows remembered (bit-packed: 16 KB each fo
 
 def shape(text: str) -> str:
     """The pre-tokenizer shape of a token's text (see the module docstring)."""
-    classes = [char_class(ch) for ch in text]
-    for i in range(2, len(classes)):
-        if classes[i] in _CONTRACTION_LETTERS and "'" not in classes[i - 2 : i]:
-            classes[i] = "b"
-    return _LONG_RUN.sub(r"\1\1", "".join(classes))
+    return _LONG_RUN.sub(r"\1\1", class_string(text, open_start=True))
 
 
 @cache

@@ -11,7 +11,8 @@ Supported, read from tokenizer.json (anything else raises :class:`~grammask.erro
 The supported regexes test a character only for membership in a few classes (space, CR, LF, other
 white space, apostrophe, the letters of the English contractions, other letters, numbers, the rest), so
 the pre-tokenizer's cuts are computed on a string of one representative per class, with the
-tokenizer's own pre-tokenizer, and memoised by that string. Cuts near the end of a text depend on
+tokenizer's own pre-tokenizer, and memoised by that string (:func:`class_string`: the contraction letters
+are told apart only right after an apostrophe). Cuts near the end of a text depend on
 what follows: every continuation of up to two classes is tried (and more only ever extends a white-space
 run, which a two-class continuation already shows).
 """
@@ -56,6 +57,25 @@ def char_class(ch: str) -> str:
     if _NUMBER.match(ch):
         return "1"
     return "!"
+
+
+_AS_LETTER = str.maketrans(dict.fromkeys(_CONTRACTION_LETTERS, "b"))
+
+
+def class_string(text: str, open_start: bool = False) -> str:
+    """``text`` with each character replaced by :func:`char_class`, where a contraction letter stays itself only
+    within two characters after an apostrophe (the only place the split regexes tell it from other letters).
+
+    ``open_start``: the first two characters keep theirs too (an apostrophe may stand before the text).
+    """
+    classes = "".join(map(char_class, text))
+    if "'" not in classes:
+        return classes[:2] + classes[2:].translate(_AS_LETTER) if open_start else classes.translate(_AS_LETTER)
+    out = list(classes)
+    for i in range(2 if open_start else 0, len(out)):
+        if out[i] in _CONTRACTION_LETTERS and "'" not in classes[max(0, i - 2) : i]:
+            out[i] = "b"
+    return "".join(out)
 
 
 _CLASSES = "\t b1!"
@@ -155,7 +175,7 @@ class Segmenter:
         n = len(text)
         if not self.splits:
             return ((), (n,)) if n and not partial else ((),)
-        classes = "".join(map(char_class, text))
+        classes = class_string(text)
         key = (classes, partial_classes(partial) if partial else None)
         found = self._memo.get(key)
         if found is None:
@@ -167,7 +187,7 @@ class Segmenter:
         n = len(text)
         if not self.splits:
             return (n,) if n else ()
-        classes = "".join(map(char_class, text))
+        classes = class_string(text)
         found = self._closed_memo.get(classes)
         if found is None:
             pieces = self._pre_tokenizer.pre_tokenize_str(classes)
