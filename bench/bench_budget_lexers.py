@@ -34,7 +34,7 @@ from pathlib import Path
 
 import numpy as np
 from cases import load_seed_grammar, load_tokenizer
-from report import environment
+from report import table_head
 
 import grammask as gm
 from grammask.bitmask import allocate_bitmask, bitmask_to_bool
@@ -84,13 +84,13 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     tok = load_tokenizer(args.tokenizer)
     vocab = tok.vocab
-    env = environment(1)
-    lines = [f"# Token budgets under both lexers ({args.tokenizer}, one thread)", "",
-             (f"{env['date']}, {env['cpu']}, Python {env['python']}; `python bench/bench_budget_lexers.py "
-             f"--tokenizer {args.tokenizer} --grammars {args.grammars}`"), "",
-             ("| grammar | lexer | budget tables (s) | program | tokens | min from start | large budget: first token "
-             "cut | large budget: masks differ before it | exact budget: first token cut | claims unlike the other "
-             "lexer's: steps (this - other) | mask p50 free / budgeted (ms) | mask mean free / budgeted (ms) |"), "|" + " --- |" * 12]
+    lines = table_head(
+        f"Token budgets under both lexers ({args.tokenizer}, one thread)",
+        f"python bench/bench_budget_lexers.py --tokenizer {args.tokenizer} --grammars {args.grammars}",
+        ["grammar", "lexer", "budget tables (s)", "program", "tokens", "min from start",
+         "large budget: first token cut", "large budget: masks differ before it", "exact budget: first token cut",
+         "claims unlike the other lexer's: steps (this - other)", "mask p50 free / budgeted (ms)",
+         "mask mean free / budgeted (ms)"])
     for name in args.grammars.split(","):
         seed = load_seed_grammar(name)
         runs = {}

@@ -97,6 +97,14 @@ def environment(repeat: int) -> dict:
     }
 
 
+def table_head(title: str, command: str, columns: list[str]) -> list[str]:
+    """The first lines of a one-thread bench's Markdown results: its title, when, where and how it ran (``command``),
+    and the header of its table."""
+    env = environment(1)
+    return [f"# {title}", "", f"{env['date']}, {env['cpu']}, Python {env['python']}; `{command}`", "",
+            "| " + " | ".join(columns) + " |", "|" + " --- |" * len(columns)]
+
+
 def _f(value: float | None, fmt: str) -> str:
     return "" if value is None else format(value, fmt)
 

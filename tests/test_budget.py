@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import warnings
 from collections import deque
 from pathlib import Path
 
@@ -288,13 +289,20 @@ def test_every_path_of_a_small_vocabulary_finishes_within_its_budget(case):
     source, tokens = SMALL_CASES[case]
     if case in CONTEXTUAL:
         source = contextual_source(source)
-    eos = len(tokens) - 1
-    vocab = Vocabulary(tokens, [eos], name="toy")
+    vocab = Vocabulary(tokens, [len(tokens) - 1], name="toy")
     compiled = compile(Grammar.from_lark(source), vocab, cache=False)
     assert compiled._engine.lexer.contextual == (case in CONTEXTUAL)
-    judge = lark_judge(source)
+    _every_path(compiled, lark_judge(source), budgets=7)
+
+
+def _every_path(compiled, judge, budgets: int) -> None:
+    """Every path of ``compiled``'s (small) vocabulary under each budget from the minimum on (``budgets`` of them):
+    see :func:`test_every_path_of_a_small_vocabulary_finishes_within_its_budget`."""
+    tokens = compiled.vocab.tokens
+    eos = len(tokens) - 1
     minimum = compiled.matcher().min_tokens_to_finish()
-    for budget in range(minimum, minimum + 7):
+    assert minimum < INF
+    for budget in range(minimum, minimum + budgets):
         seen = set()
         todo = [(compiled.matcher(max_tokens=budget), b"")]
         while todo:
@@ -315,6 +323,101 @@ def test_every_path_of_a_small_vocabulary_finishes_within_its_budget(case):
                     todo.append((child, text + tokens[t]))
             assert mask[eos] == m.is_accepting()
             assert not mask[eos] or judge(text.decode()), text
+
+
+# ---- Lark's backing up (rule 6 of the lexing rule), and lexemes banned at the end of input ------------------------
+
+# A lexeme may not end the input: after "a" only A may stand and its lookahead needs a "y" or a " " after it, though
+# the parser may end there; "b" "x" ends the input as AB (the lexer that lexes "x" after "b"). A separator (" ") ends "ax" at the end. In test_contextual's
+# EOF_BAN (only "y" may follow A) none can: no completion is counted through A at all (its every lexeme is banned at
+# the end, so the terminal costs INF), and budgets mask "a".
+EOF_BAN_SEP = r"""
+start: "a" A Y? | "b" AB
+A: /x(?=[y ])/
+AB: /x[a-xz]*/
+Y: "y"
+%ignore " "
+"""
+EOF_BAN_TOKENS = [b"a", b"b", b"x", b"y", b"xy", b" ", b"z", b"ax", b"x ", None]
+DASH_TOKENS = [b"k", b" ", b"ab", b"a", b"-", b"1", b"!", b";", b"m", b"#", b"x", b"\n", b" #", b"-1", b"ab-", b"1!",
+               None]
+PARTED_TOKENS = [b"a", b"b", b":", b"f", b"for", b"fo", b"r", b"x", b'"', b";", b" ", b":f", b'"x"', b"r;", None]
+# After "I" only a NAME may stand: "ab-1" runs on as a LONG, which the parser never takes there, so every token that
+# leaves it pending is allowed only by the reading where it dies (NAME "-" NUM): costed by that reading alone.
+DYING = r"""
+start: s+
+s: "K" NAME ";" | "J" LONG ";" | "I" NAME "-" NUM ";"
+NAME: /[a-z]+/
+NUM: /[0-9]+/
+LONG: /[a-z]+-[0-9]+!/
+%ignore " "
+"""
+DYING_TOKENS = [b"I", b"J", b"K", b" ", b"ab", b"a", b"-", b"1", b"-1", b"!", b";", b"1;", b"b-", b"1!", None]
+FALLBACK_CASES = {
+    "dying": ("dying", "basic", DYING_TOKENS), "dying-contextual": ("dying", "contextual", DYING_TOKENS),
+    "dash": ("dash", "contextual", DASH_TOKENS), "dash-basic": ("dash", "basic", DASH_TOKENS),
+    "parted": ("parted", "contextual", PARTED_TOKENS), "eof-ban": ("eof-ban", "contextual", EOF_BAN_TOKENS),
+    "eof-ban-sep": ("eof-ban-sep", "contextual", EOF_BAN_TOKENS),
+}
+
+
+def _fallback_source(name: str) -> str:
+    from test_contextual import EOF_BAN
+    from test_contextual_fallback import DASH, PARTED
+
+    return {"dash": DASH, "parted": PARTED, "eof-ban": EOF_BAN, "eof-ban-sep": EOF_BAN_SEP, "dying": DYING}[name]
+
+
+def _fallback_compiled(case: str):
+    name, lexer, tokens = FALLBACK_CASES[case]
+    vocab = Vocabulary(tokens, [len(tokens) - 1], name="toy")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        compiled = compile(Grammar.from_lark(_fallback_source(name), lexer=lexer), vocab, cache=False)
+    lexer_ = compiled._engine.lexer
+    if name.startswith("eof-ban"):
+        assert lexer_.ban is not None and lexer_.ban[:, 256].any()
+    else:
+        assert lexer_.alt is not None and (lexer_.part_row is not None) == (name == "parted")
+    return compiled
+
+
+@pytest.mark.parametrize("case", FALLBACK_CASES)
+def test_every_path_finishes_within_its_budget_where_the_lexer_backs_up(case):
+    """As above, for grammars whose lexer backs up as Lark's does (under both lexers, with a parting state) and ones
+    with a lexeme banned at the end of input: budgets were refused for them before."""
+    name, lexer, _ = FALLBACK_CASES[case]
+    _every_path(_fallback_compiled(case), lark_judge(_fallback_source(name), lexer=lexer), budgets=6)
+
+
+@pytest.mark.parametrize("case", [c for c in FALLBACK_CASES if c != "eof-ban"])  # there A's claims are INF
+def test_claimed_minimum_is_never_below_the_true_one_where_the_lexer_backs_up(case):
+    gaps = _claim_gaps(_fallback_compiled(case), np.random.default_rng(5), states=60, steps=10)
+    assert gaps and np.mean(gaps) < 1.5
+
+
+def test_a_token_allowed_only_where_its_long_lexeme_dies_is_costed_by_that_reading():
+    compiled = _fallback_compiled("dying")
+    m = compiled.matcher(max_tokens=7)
+    for t in (b"I", b"ab", b"-"):
+        m.advance(DYING_TOKENS.index(t))
+    assert compiled._engine.lexer.alt[m._lexstate] >= 0  # "ab-" pending: a LONG, or NAME "-"
+    # " " ends it (a digit would run on as the LONG), then "1" ";" EOS: the count never runs on
+    assert m.min_tokens_to_finish() == 4
+    m.advance(DYING_TOKENS.index(b"1"))
+    # ";" ends the long lexeme "ab-1": NAME "-" NUM ";" are fed, then EOS
+    assert m.min_tokens_to_finish() == 2 and _mask(m, len(DYING_TOKENS))[DYING_TOKENS.index(b";")]
+
+
+def test_a_lexeme_banned_at_the_end_needs_a_separator_there():
+    compiled = _fallback_compiled("eof-ban-sep")
+    m = compiled.matcher()
+    for t in (b"a", b"x"):
+        m.advance(compiled.vocab.tokens.index(t))
+    assert not m.is_accepting() and m.min_tokens_to_finish() == 2  # " " then EOS ("y" then EOS too)
+    banned = _fallback_compiled("eof-ban")
+    assert banned.matcher().min_tokens_to_finish() == 3  # "b" "x" EOS
+    assert not _mask(banned.matcher(max_tokens=20), len(EOF_BAN_TOKENS))[0]  # "a" A: no completion counted
 
 
 @pytest.mark.parametrize("name", CONTEXTUAL)

@@ -16,7 +16,6 @@ adversarial runs at every budget, 50 runs per budget and chooser; at least 1,000
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 import json
 import shutil
@@ -242,12 +241,11 @@ POSTLEX_PREFIXES = {
 
 
 def _python_lark_grammar() -> Grammar:
-    """Lark's python.lark with the plain lexing rule: budgets do not count Lark's backing up (numbers, "...")."""
+    """Lark's python.lark under the basic lexer, backing up as Lark's does (numbers, "...")."""
     from lark.indenter import PythonIndenter
 
-    grammar = Grammar.from_lark(_python_lark_grammar_text(), postlex=PythonIndenter(), start="file_input",
-                                lexer="basic", name="python.lark")
-    return dataclasses.replace(grammar, backtrack=False)
+    return Grammar.from_lark(_python_lark_grammar_text(), postlex=PythonIndenter(), start="file_input",
+                             lexer="basic", name="python.lark")
 
 
 @functools.cache
@@ -414,12 +412,11 @@ def _contextual_text(name: str) -> str:
 
 @functools.cache
 def _contextual_compiled(name: str):
-    """``name`` under the contextual lexer with the plain lexing rule: budgets do not count Lark's backing up
-    (SynCode's Go and Java have places that back up under the contextual lexer)."""
+    """``name`` under the contextual lexer, backing up as Lark's does (SynCode's Go and Java have places that do)."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # the conflicts Lark's rules resolve
         grammar = Grammar.from_lark(_contextual_text(name), lexer="contextual", name=name)
-        compiled = compile(dataclasses.replace(grammar, backtrack=False), get_vocab(VOCAB), cache=False)
+        compiled = compile(grammar, get_vocab(VOCAB), cache=False)
     assert compiled._engine.lexer.contextual
     return compiled
 

@@ -71,7 +71,7 @@ LONG: /'''[^']*'''/
 QUOTES_DOCS = ["a'' 'x'", "b'''x''''y'", "a'x''y'", "b'' '''q'''"]
 
 # After "a" only A may stand, so no AB lexeme extends "x": there A's lookahead bans "x" before any byte but "y" and
-# at the end of input, which token budgets do not count.
+# at the end of input (which token budgets count: tests/test_budget.py).
 EOF_BAN = r"""
 start: "a" A Y | "b" (A Y | AB)
 A: /x(?=y)/
@@ -219,18 +219,15 @@ def test_compiled_tables_survive_the_disk_cache(tmp_path):
 
 
 def test_refusals_name_the_problem():
-    from grammask.errors import BudgetUnsupportedError, ConfigurationError
+    from grammask.errors import ConfigurationError
     from grammask.grammar.builtin import builtin_postlex
 
     with pytest.raises(ConfigurationError, match="'basic' or 'contextual'|'contextual' and 'basic'"):
         Grammar.from_lark(LET, lexer="dynamic")
     _, compiled = _compiled(LET, "smollm2")
     assert compiled.matcher(max_tokens=20).max_tokens == 20  # budgets are built under the contextual lexer
-    _, banned = _compiled(EOF_BAN, "smollm2")
-    with pytest.raises(BudgetUnsupportedError, match="may not end the input.*lexer='basic'"):
-        banned.matcher(max_tokens=20)
-    with pytest.warns(UserWarning, match="without a token budget"):
-        assert banned.limited_matcher(20).max_tokens is None
+    _, banned = _compiled(EOF_BAN, "smollm2")  # a lexeme banned at the end of input: budgets count it (test_budget)
+    assert banned.limited_matcher(20).max_tokens == 20
     go = Grammar.from_lark(builtin_source("go"), postlex=builtin_postlex("go"), lexer="contextual")
     with pytest.raises(ConfigurationError, match="semicolon insertion.*lexer='basic'"):
         build_front(go)

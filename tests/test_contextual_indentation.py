@@ -15,6 +15,7 @@ import warnings
 from pathlib import Path
 
 import lark
+import numpy as np
 import pytest
 from conftest import get_vocab
 from contextual_postlex_oracle import ContextualPostlexOracle
@@ -25,6 +26,7 @@ from test_sampler_indentation import SYNCODE_PYTHON, _SynCodeIndenter
 
 from grammask import Compiler, Grammar, Vocabulary
 from grammask.automata.lexer import build_lexer
+from grammask.bitmask import allocate_bitmask
 from grammask.errors import GrammarError
 from grammask.grammar.lark_frontend import _no_collision_check
 from grammask.sampler import SentenceSampler, mutate
@@ -178,15 +180,30 @@ def _grammask_accepts(compiled, doc: str) -> bool:
     return all(matcher.accept_token(t) for t in compiled.vocab.encode(doc)) and matcher.is_accepting()
 
 
-def test_budgets_are_refused_with_an_indenter():
-    from grammask.errors import BudgetUnsupportedError
+def test_budgets_count_an_indenter_under_the_contextual_lexer():
+    """Budgets were refused here. With a budget far above each document's length every mask equals the unbudgeted
+    one, and from every third prefix the claim is realised by the costliest tokens below it, in text Lark accepts
+    (keywords as names, ``else`` lexed in the mode its dedent reaches, brackets across lines)."""
+    from test_budget_guarantee import longest_walk
 
     _, compiled = _compiled(BLOCKS, BlocksIndenter(), "smollm2")
     assert compiled._engine.lexer.contextual
-    with pytest.raises(BudgetUnsupportedError, match="contextual lexer.*indenter.*lexer='basic'"):
-        compiled.matcher(max_tokens=50)
-    with pytest.warns(UserWarning, match="without a token budget"):
-        assert compiled.limited_matcher(50).max_tokens is None
+    vocab = compiled.vocab
+    parser = lark.Lark(BLOCKS, parser="lalr", lexer="contextual", postlex=BlocksIndenter())
+    rows = allocate_bitmask(2, vocab.n_logits)
+    for doc in BLOCKS_DOCS:
+        ids = vocab.encode(doc)
+        free, budgeted = compiled.matcher(), compiled.matcher(max_tokens=10 * len(ids) + 10)
+        for i, t in enumerate(ids):
+            free.fill_mask(rows[0])
+            budgeted.fill_mask(rows[1])
+            assert np.array_equal(rows[0], rows[1]), (doc, i)
+            if i % 3 == 0:
+                prefix = vocab.decode(ids[:i]).decode()
+                parser.parse(prefix + longest_walk(compiled, prefix))
+            free.advance(t)
+            budgeted.advance(t)
+        assert budgeted.is_accepting()
 
 
 def test_agrees_with_lark():

@@ -3,7 +3,6 @@ Lark's indenter, real standard-library code token by token, and clear errors for
 
 from __future__ import annotations
 
-import dataclasses
 import random
 from pathlib import Path
 
@@ -16,7 +15,6 @@ from postlex_oracle import PostlexOracle, allowed_mask
 
 from grammask import Compiler, Grammar
 from grammask.errors import (
-    BudgetUnsupportedError,
     ConfigurationError,
     GrammarError,
     UndefinedSymbolError,
@@ -60,19 +58,6 @@ def python_grammar():
 @pytest.fixture(scope="module")
 def compiled(python_grammar):
     return Compiler(get_vocab("smollm2"), cache=False).compile(python_grammar)
-
-
-@pytest.fixture(scope="module")
-def plain_compiled(python_grammar):
-    """The grammar without Lark's backing up (numbers, "..."), whose budgets grammask counts."""
-    return Compiler(get_vocab("smollm2"), cache=False).compile(dataclasses.replace(python_grammar, backtrack=False))
-
-
-def test_budgets_refuse_backing_up(compiled):
-    with pytest.raises(BudgetUnsupportedError, match="backtrack=False"):
-        compiled.matcher().min_tokens_to_finish()
-
-
 
 
 def _lark_accepts(text: str) -> bool:
@@ -172,10 +157,11 @@ def test_prefix_ending_inside_indentation(compiled):
 
 @pytest.mark.parametrize("prefix", ["", "def f(x):\n", "def f(x):\n    if x:\n        y = (1,", "class A:\n  x = 1\n"])
 @pytest.mark.parametrize("slack", [0, 4])
-def test_budgets_count_indents_and_dedents(plain_compiled, prefix, slack):
+def test_budgets_count_indents_and_dedents(compiled, prefix, slack):
+    """Under python.lark's lexer, which backs up as Lark's does (numbers, ``...``)."""
     from test_budget_guarantee import longest_walk
 
-    text = prefix + longest_walk(plain_compiled, prefix, slack)
+    text = prefix + longest_walk(compiled, prefix, slack)
     assert _lark_accepts(text.lstrip(" \t\x0c")), text
 
 

@@ -240,22 +240,41 @@ class IndentRuntime:
             if lexer.alt[lexstate] != CHAIN:
                 return stack, levels, depth
 
-    def width_after(self, lexstate: int, width: int, data: bytes) -> int | None:
-        """The current line's width after lexing ``data`` from (``lexstate``, ``width``) with the basic lexer
-        (:data:`NO_BREAK` where no line break is pending), None if the lexer rejects the bytes."""
+    def width_after(self, lexstate: int, width: int, data: bytes, end: int | None = None) -> int | None:
+        """The current line's width after lexing ``data`` from (``lexstate``, ``width``) (:data:`NO_BREAK` where no
+        line break is pending), None if the lexer rejects the bytes. A contextual lexer's next mode at a branch (and a
+        parting state's member) would need the parser: every option is tried, and the width is that of a way that
+        ends in lexer state ``end`` (None: any way; the lexer's bans are not checked)."""
         trans, accept, restart = self._lexer._lists
-        widths = self._widths
-        for b in data:
+        widths, parting = self._widths, self._lexer.parting
+        todo = [(0, lexstate, width)]
+        while todo:
+            i, lexstate, width = todo.pop()
+            if i == len(data):
+                if end is None or lexstate == end:
+                    return width
+                continue
+            b = data[i]
             nxt = trans[lexstate][b]
-            while nxt < 0:
-                if accept[lexstate] < 0:
-                    return None
-                lexstate = restart[lexstate]
-                nxt = trans[lexstate][b]
-                width = NO_BREAK
-            width = _next_width(width, widths[b])
-            lexstate = nxt
-        return width
+            if nxt >= 0:
+                ways = [nxt]
+            else:  # emit; a fallback's restart may emit in turn; a branch restarts in each mode it may
+                ways, width, emitting = [], NO_BREAK, [lexstate]
+                while emitting:
+                    s = emitting.pop()
+                    term = accept[s]
+                    if term < 0:
+                        continue
+                    for again in self._lexer.next_starts(s) if restart[s] == BRANCH else [restart[s]]:
+                        if trans[again][b] >= 0:
+                            ways.append(trans[again][b])
+                        else:
+                            emitting.append(again)
+            for nxt in ways:
+                members = [nxt] if parting is None or parting[nxt] < 0 else \
+                    self._lexer.parts[self._lexer.part_row[nxt], 1:].tolist()
+                todo.extend((i + 1, m, _next_width(width, widths[b])) for m in members)
+        return None
 
     def finish(self, lexstate: int, width: int) -> list[int] | None:
         """The items the pending lexeme completes at the end of input, None if it cannot end there."""

@@ -210,25 +210,6 @@ class Matcher(TokenSteps):
                 f"grammar {grammar.name!r} has counted terminals (length bounds kept beside the lexer state): token "
                 f"budgets do not count them yet"
             )
-        lexer = self.compiled._engine.lexer
-        if lexer.alt is not None:
-            raise BudgetUnsupportedError(
-                f"grammar {grammar.name!r} has places where its lexer backs up to an earlier match, as Lark's does "
-                f"(docs/architecture.md, 'The lexing rule'): token budgets do not count those yet; "
-                f"dataclasses.replace(grammar, backtrack=False) keeps the plain lexing rule, which budgets count"
-            )
-        if lexer.contextual and self._indenter is not None:
-            raise BudgetUnsupportedError(
-                f"grammar {grammar.name!r} combines the contextual lexer (which lexes it otherwise than the basic one) "
-                f"with an indenter: token budgets count the indenter's newlines under the basic lexer only so far "
-                f"(pass lexer='basic' to Grammar.from_lark)"
-            )
-        if lexer.ban is not None and lexer.ban[:, 256].any():
-            raise BudgetUnsupportedError(
-                f"grammar {grammar.name!r}: under the contextual lexer some lexeme may not end the input (its "
-                f"terminal's lookahead needs a byte after it), which token budgets do not count yet (pass "
-                f"lexer='basic' to Grammar.from_lark)"
-            )
         rt = self.compiled._budget_runtime()
         return TokenBudget(rt, max_tokens, self._lexstate, self._stack, self.compiled.grammar.name, self._post)
 

@@ -73,7 +73,7 @@ def state_bounds(node_byte, node_parent, node_end, node_tok_ptr, trans, accept, 
 
     All states are walked at once down the vocabulary trie, as in the inside-move walk, but with
     the full lexing rule (lexemes are emitted, tokens die only where the rule rejects them; the
-    next lexeme starts in ``restart[q]``). A lexeme of lexer terminal ``t`` counts as ``weight[t]``
+    next lexeme starts in ``restart[q]``, which may emit in turn). A lexeme of lexer terminal ``t`` counts as ``weight[t]``
     parser terminals (0: ignored), the last one ``parser_term[t]``.
     """
     n_states = trans.shape[0]
@@ -101,14 +101,17 @@ def state_bounds(node_byte, node_parent, node_end, node_tok_ptr, trans, accept, 
             e = emitted[d - 1, k]
             t_last = last[d - 1, k]
             nxt = trans[s, b]
-            if nxt < 0:
+            while nxt < 0:  # emit; a fallback's restart may emit in turn (a chain of Lark's backing up)
                 term = accept[s]
-                nxt = trans[restart[s], b]
-                if term < 0 or nxt < 0:
-                    continue
+                if term < 0:
+                    break
                 if weight[term] > 0:
                     e += weight[term]
                     t_last = parser_term[term]
+                s = restart[s]
+                nxt = trans[s, b]
+            if nxt < 0:
+                continue
             state[d, m] = nxt
             origin[d, m] = origin[d - 1, k]
             emitted[d, m] = e

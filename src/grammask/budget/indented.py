@@ -26,7 +26,6 @@ class IndentCosts:
     def __init__(self, rt: BudgetRuntime):
         self.rt = rt
         engine = rt.engine
-        self.indenter = engine.indenter
         self.spec = engine.indent
         self.newlines = rt.tables.newlines
         self.lex_cost = rt.tables.lexical.lex_cost
@@ -51,7 +50,7 @@ class IndentCosts:
         out = np.empty(len(which), dtype=np.int64)
         for i, g in enumerate(which.tolist()):
             seq = groups.seq_terms[groups.seq_ptr[g]: groups.seq_ptr[g + 1]].tolist()
-            fed = self.indenter.feed_all(stack, levels, depth, seq, width)
+            fed = self.rt.indenter.feed_all(stack, levels, depth, seq, width)
             if fed is None:
                 out[i] = REJECTED
                 continue
@@ -73,7 +72,7 @@ class IndentCosts:
     def _pending_newline(self, nodes: NodeTable, q: int, stack: tuple, levels: tuple[int, ...], depth: int,
                          width: int) -> int:
         """The cheapest way on from a newline lexeme pending in lexer state ``q`` with its line ``width`` wide."""
-        ind, spec = self.indenter, self.spec
+        ind, spec = self.rt.indenter, self.spec
         items = ind.finish(q, width)
         if items is not None:
             fed = ind.feed_all(stack, levels, depth, items)

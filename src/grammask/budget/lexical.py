@@ -27,6 +27,7 @@ from dataclasses import dataclass
 import numba as nb
 import numpy as np
 
+from grammask.automata.fallback import CHAIN
 from grammask.automata.lexer import LexerAutomaton
 from grammask.budget.costs import INF
 from grammask.spanner import VocabTrie
@@ -40,10 +41,17 @@ class LexicalCosts:
     lex_cost: np.ndarray
     term_cost: np.ndarray
     trail: np.ndarray
+    fall_row: np.ndarray
+    """Per lexer state: its row of ``fall_cost`` (-1 where none: not a fallback state, or one whose emissions an
+    indenter would have to measure)."""
+    fall_cost: np.ndarray
+    """``fall_cost[fall_row[q], X]``: the cheapest way on, as ``lex_cost``, where fallback ``q``'s long lexeme dies on
+    the next token's first byte (after ``LexerAutomaton.fallen(q)`` is emitted): that token stays inside the lexeme
+    then pending and counts one, the rest as ``lex_cost`` from where it ends."""
 
 
 def build_lexical_costs(lexer: LexerAutomaton, parser_term: np.ndarray, trie: VocabTrie, follows: np.ndarray,
-                        lexable: np.ndarray | None = None) -> LexicalCosts:
+                        lexable: np.ndarray | None = None, skip: np.ndarray | None = None) -> LexicalCosts:
     """Lexical costs for ``lexer`` over the vocabulary ``trie``; ``follows[x, y]``: parser terminal ``y`` may follow ``x``.
 
     Parser terminals no lexer terminal stands for (a postlex's declared ones) cost INF here. A parser
@@ -74,22 +82,23 @@ def build_lexical_costs(lexer: LexerAutomaton, parser_term: np.ndarray, trie: Vo
         may_lex[:] = False
         for m, k in enumerate(mode_of.tolist()):
             may_lex[k] |= lexable[m]
-    banned = np.zeros((n, 256), dtype=bool)  # a contextual lexer's bans: bytes before which a lexeme may not end
+    banned = np.zeros((n, 257), dtype=bool)  # a contextual lexer's bans: bytes (256: the end) before which a lexeme may not end
     if lexer.ban is not None:
         has = lexer.ban_row >= 0
-        banned[has] = lexer.ban[lexer.ban_row[has], :256]
+        banned[has] = lexer.ban[lexer.ban_row[has]]
+    complete = completes(lexer)
 
     # 1. One witness per lexer terminal and start: shortest inside path from the start.
     wit_cost = np.full((n_starts, n_lex), INF, dtype=np.int64)
     wit_end = np.full((n_starts, n_lex), -1, dtype=np.int64)
     wit_byte = np.full((n_starts, n_lex), -1, dtype=np.int64)
     ends_somewhere = np.zeros(256, dtype=np.int64)  # per byte: how many accepting states it extends
-    accepting = np.nonzero(accept >= 0)[0]
+    accepting = np.flatnonzero(complete)
     ends_somewhere[:] = (lexer.trans[accepting] >= 0).sum(axis=0)
     for k, s0 in enumerate(starts.tolist()):
         from0 = _bfs(succ_ptr, succ, np.array([s0]), n)
         for x in range(n_lex):
-            states = np.nonzero(accept == x)[0]
+            states = np.flatnonzero(complete & (accept == x))
             if not len(states) or from0[states].min() >= INF:
                 continue
             e = int(states[np.argmin(from0[states])])
@@ -120,20 +129,38 @@ def build_lexical_costs(lexer: LexerAutomaton, parser_term: np.ndarray, trie: Vo
     armed = np.zeros(n, dtype=bool)  # with semicolon insertion, the second copy of the lexer's states
     if lexer.aliases:
         armed[n // 2:] = True
-    trail = np.full(n, INF, dtype=np.int64)
-    for s in accepting.tolist():
+
+    def trail_of(s: int, dying: int = -1) -> int:
+        """The separator a lexeme ending in ``s`` needs; with ``dying``, a fallback state whose long lexeme the next
+        byte must not extend either (the lexeme in ``s`` is what the text after its earlier match became)."""
+
+        def blocked(state: int, next_bytes: np.ndarray) -> bool:
+            return _blocked(lexer, banned, state, next_bytes) or (
+                state == s and dying >= 0 and bool((lexer.trans[dying, next_bytes] >= 0).any()))
+
         worst = 0
         for k in _next_starts(lexer, s, origin):
             fb = follower_bytes[k][accept[s]]
-            if not _blocked(lexer, banned, s, fb):
+            if not blocked(s, fb):
                 continue
             best = INF
             for i in cleans[k] - moded if armed[s] else cleans[k]:  # an armed newline would be a semicolon
-                b = wit_byte[k, i]
-                if not _blocked(lexer, banned, s, np.array([b])) and not _blocked(lexer, banned, wit_end[k, i], fb):
+                if not blocked(s, wit_byte[k, i: i + 1]) and not blocked(wit_end[k, i], fb):
                     best = min(best, wit_cost[k, i])
             worst = max(worst, best)
-        trail[s] = worst
+        if banned[s, 256]:  # the lexeme may not end the input: where a completion stops there, a separator ends it
+            for k in _next_starts(lexer, s, origin):
+                best = INF
+                for i in ign_terms:
+                    e = wit_end[k, i]
+                    if e >= 0 and not banned[e, 256] and not blocked(s, wit_byte[k, i: i + 1]):
+                        best = min(best, wit_cost[k, i])
+                worst = max(worst, best)
+        return worst
+
+    trail = np.full(n, INF, dtype=np.int64)
+    for s in accepting.tolist():
+        trail[s] = trail_of(s)
 
     # 3. Finishing the pending lexeme: shortest inside paths to an accepting state, plus its trail.
     seed = np.full((n, n_parser + 1), INF, dtype=np.int64)
@@ -148,8 +175,89 @@ def build_lexical_costs(lexer: LexerAutomaton, parser_term: np.ndarray, trie: Vo
         costs = [wit_cost[k, t] + trail[wit_end[k, t]] if (t := lex_of_parser[k].get(p)) is not None else INF
                  for k in np.flatnonzero(may_lex[:, p]).tolist()]
         term_cost[p] = min(INF, max(costs))
-    return LexicalCosts(np.minimum(lex_cost, INF).astype(np.int32), np.minimum(term_cost, INF).astype(np.int32),
-                        np.minimum(trail, INF).astype(np.int32))
+    lex_cost = np.minimum(lex_cost, INF)
+    column = np.array([n_parser if ignored[t] else parser_of[t] for t in range(n_lex)], dtype=np.int64)
+    fall_row, fall_cost = _fall_costs(lexer, trie, lex_cost, column, complete, trail_of, skip)
+    return LexicalCosts(lex_cost.astype(np.int32), np.minimum(term_cost, INF).astype(np.int32),
+                        np.minimum(trail, INF).astype(np.int32), fall_row, fall_cost)
+
+
+def _fall_costs(lexer: LexerAutomaton, trie: VocabTrie, lex_cost: np.ndarray, column: np.ndarray,
+                complete: np.ndarray, trail_of, skip: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
+    """``LexicalCosts.fall_row`` and ``fall_cost``: ``column[t]`` is lexer terminal ``t``'s column of ``lex_cost``
+    (below 0: none), ``complete`` as :func:`completes`, ``trail_of(s, q)`` the separator a lexeme ending in ``s``
+    needs where the next byte must not extend fallback ``q`` either; ``skip[t]``: lexer terminal ``t``'s emission is
+    not counted here (an indenter's newline), so fallbacks whose emissions hold one get no row.
+
+    After the fallback's emissions the lexer goes on in ``r`` (its restart, past chain states). Counted: a token whose
+    first byte ends the long lexeme and stays inside ``r``'s lexeme (one token, then ``lex_cost`` from where it ends),
+    or, where ``r``'s lexeme is complete, ending it there (its trail, with the long lexeme ended too)."""
+    fall_row = np.full(lexer.n_states, -1, dtype=np.int32)
+    falls, rests = [], []
+    for q in ([] if lexer.alt is None else np.flatnonzero(lexer.alt >= 0).tolist()):
+        if skip is not None and skip[lexer.fallen(q)].any():
+            continue
+        r = int(lexer.restarts[q])
+        while lexer.alt[r] == CHAIN:
+            r = int(lexer.restarts[r])
+        falls.append(q)
+        rests.append(r)
+    cost = np.full((len(falls), lex_cost.shape[1]), INF, dtype=np.int64)
+    if not falls:
+        return fall_row, cost.astype(np.int32)
+    lands = _dying_moves(trie.node_byte, trie.node_parent, trie.node_end, trie.node_tok_ptr, lexer.trans,
+                         np.array(falls, dtype=np.int64), np.array(rests, dtype=np.int64))
+    for i, (q, r) in enumerate(zip(falls, rests)):
+        ends = np.flatnonzero(lands[i])
+        if len(ends):
+            cost[i] = np.minimum(INF, lex_cost[ends].min(axis=0) + 1)
+        if complete[r] and column[lexer.accept[r]] >= 0:
+            col = column[lexer.accept[r]]
+            cost[i, col] = min(cost[i, col], trail_of(r, q))
+    fall_row[falls] = np.arange(len(falls), dtype=np.int32)
+    return fall_row, np.minimum(cost, INF).astype(np.int32)
+
+
+@nb.njit(cache=True)
+def _dying_moves(node_byte, node_parent, node_end, node_tok_ptr, trans, falls, rests):
+    """``out[i, q']``: some token whose first byte has no transition from fallback ``falls[i]`` but one from
+    ``rests[i]`` (where the lexer goes on after the fallback's emissions) stays inside the lexeme from there and ends
+    in ``q'``."""
+    depth = node_depths(node_parent)
+    levels = depth.max() + 1
+    out = np.zeros((len(falls), trans.shape[0]), dtype=np.bool_)
+    lane = np.empty(levels, dtype=np.int64)
+    for i in range(len(falls)):
+        n = 1
+        while n < len(node_byte):
+            d = depth[n]
+            b = node_byte[n]
+            if d == 1:
+                s = trans[rests[i], b] if trans[falls[i], b] < 0 else -1
+            else:
+                s = trans[lane[d - 1], b]
+            if s < 0:
+                n = node_end[n]
+                continue
+            lane[d] = s
+            if node_tok_ptr[n + 1] > node_tok_ptr[n]:
+                out[i, s] = True
+            n += 1
+    return out
+
+
+def completes(lexer: LexerAutomaton) -> np.ndarray:
+    """Per lexer state: its lexeme is complete, and ending it emits it alone (not a fallback or chain state of
+    Lark's backing up, whose ``accept`` is an earlier match with more text after it; not a reading state)."""
+    out = lexer.accept >= 0
+    if lexer.alt is not None:
+        out &= lexer.alt == -1
+    return out
+
+
+def starts_of(lexer: LexerAutomaton) -> np.ndarray:
+    """The states lexemes start in: state 0, or a contextual lexer's mode starts."""
+    return _starts(lexer)[0]
 
 
 def _starts(lexer: LexerAutomaton) -> tuple[np.ndarray, np.ndarray]:

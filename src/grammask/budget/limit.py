@@ -125,8 +125,9 @@ class TokenBudget:
             changed = True
         if len(indented):
             costs = self._indented.group_costs(self.nodes, groups, indented, stack, context)
-            remove_over(row, indented, np.where(costs < 0, INF, costs), slack, groups.tok_ptr, groups.tok_words,
-                        groups.tok_bits)
+            if not self.rt.several_readings:  # a token's only reading: rejected here means not counted
+                costs = np.where(costs < 0, INF, costs)
+            remove_over(row, indented, costs, slack, groups.tok_ptr, groups.tok_words, groups.tok_bits)
             changed = True
         if changed:
             self._last = (lexstate, stack, used, context, row.copy())

@@ -7,7 +7,8 @@ dedents to it) or one deeper (an indent). Widths count as :mod:`grammask.indenta
 
 :func:`build_newline_costs` finds, over the vocabulary's tokens, the fewest tokens that
 take a newline lexeme pending in lexer state ``q`` with its line ``w0`` wide to a complete newline
-whose last line is ``w1`` wide (``move``), and from no lexeme at all (``fresh``). Budgets keep
+whose last line is ``w1`` wide (``move``), and from no lexeme at all (``fresh``; under a contextual lexer
+the costliest over the modes' starts, where the newline's lexeme may begin). Budgets keep
 indentation levels at most ``width_cap`` wide (a newline that would open a deeper level is masked):
 ``term`` is then the most a newline of a completion costs, separator included, at any width up
 to one level deeper than the cap.
@@ -17,10 +18,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numba as nb
 import numpy as np
 
 from grammask.automata.lexer import LexerAutomaton
 from grammask.budget.costs import INF
+from grammask.budget.lexical import completes, starts_of
 from grammask.errors import BudgetUnsupportedError
 
 _MAX_CAP = 126  # the widest level a budget tracks
@@ -58,34 +61,41 @@ def build_newline_costs(lexer: LexerAutomaton, newline: int, widths: np.ndarray,
     the widths a budget needs, or where a terminal of the grammar could run on from a complete newline.
     """
     trans, accept = lexer.trans, lexer.accept
+    starts = starts_of(lexer)
+    starts = starts[lexer.produce[starts, newline]]  # the lexemes' starts (one per mode) where a newline may begin
     pending = np.flatnonzero(lexer.produce[:, newline])
-    pending = pending[pending != 0]
-    nodes = [0, *pending.tolist()]
+    pending = pending[~np.isin(pending, starts_of(lexer))]
+    nodes = [*starts.tolist(), *pending.tolist()]
     moves = _token_moves(trans, nodes, widths.tolist(), [t for t in tokens if t])
-    starts_other = np.zeros(256, dtype=bool)
-    for b in range(256):
-        q = trans[0, b]
-        if q >= 0 and (lexer.produce[q] & ~lexer.ignored).any() and not lexer.produce[q, newline]:
-            starts_other[b] = True
+    starts_other = np.zeros(256, dtype=bool)  # bytes that begin another terminal in some mode
+    for q0 in starts.tolist():
+        for b in range(256):
+            q = trans[q0, b]
+            if q >= 0 and (lexer.produce[q] & ~lexer.ignored).any() and not lexer.produce[q, newline]:
+                starts_other[b] = True
     others = np.flatnonzero(starts_other)
     # where a completion's newline may end: no other terminal runs on from there
-    ends = sorted({s for found in moves for s, _, _ in found if accept[s] == newline and not (trans[s, others] >= 0).any()})
+    complete = completes(lexer)  # not a fallback state whose earlier match is a newline
+    ends = sorted({s for found in moves for s, _, _ in found
+                   if complete[s] and accept[s] == newline and not (trans[s, others] >= 0).any()})
     if not ends:
         raise BudgetUnsupportedError(
             f"token budgets need the indenter's newline {lexer.terminals[newline]} written in whitespace tokens to "
             "end where another terminal begins; here it cannot be written so"
         )
     widths = _MAX_CAP + 4  # no break, 0 .. cap + 1, wider
-    dist = _distances(nodes, moves, widths)
     index = {q: i for i, q in enumerate(nodes)}
+    dist = _distances(nodes, moves, widths, [index[s] for s in ends])
     # reach[i, w1]: from node i (state, width index) to a complete newline of width index w1 (a completion's
     # newline is followed by a terminal, so a pending one needs no separator; a counted one may: trail)
     reach = np.full((len(nodes) * widths, widths), INF, dtype=np.int64)
-    fresh = np.full(widths, INF, dtype=np.int64)
-    for s in ends:
-        part = dist[:, index[s] * widths: (index[s] + 1) * widths]
+    fresh = np.full((len(starts), widths), INF, dtype=np.int64)
+    for k, s in enumerate(ends):
+        part = dist[:, k * widths: (k + 1) * widths]
         reach = np.minimum(reach, part)
-        fresh = np.minimum(fresh, part[index[0] * widths] + int(trail[s]))  # from no lexeme (no break yet)
+        # from no lexeme (no break yet), in each mode's start
+        fresh = np.minimum(fresh, part[np.arange(len(starts)) * widths] + int(trail[s]))
+    fresh = fresh.max(axis=0)  # whichever mode a completion meets a newline in
     needed = int(fresh[1: _MIN_CAP + 3].max())
     if needed >= INF:
         raise BudgetUnsupportedError("token budgets need newlines of every width up to "
@@ -95,7 +105,7 @@ def build_newline_costs(lexer: LexerAutomaton, newline: int, widths: np.ndarray,
         cap += 1
     row = np.full(lexer.n_states, -1, dtype=np.int32)
     row[pending] = np.arange(len(pending), dtype=np.int32)
-    table = reach.reshape(len(nodes), widths, widths)[1:]
+    table = reach.reshape(len(nodes), widths, widths)[len(starts):]
     move = table[:, : cap + 4, : cap + 4].copy()
     move[:, cap + 3] = table[:, widths - 1, : cap + 4]  # any width past cap + 1 moves alike
     move[:, :, cap + 3] = INF  # no completion writes a newline wider than cap + 1
@@ -124,32 +134,54 @@ def _token_moves(trans: np.ndarray, nodes: list[int], widths: list[int], tokens:
     return out
 
 
-def _distances(nodes: list[int], moves: list[set[tuple]], widths: int) -> np.ndarray:
-    """Token distances between (state, width index) nodes (INF where unreachable in ``_MAX_STEPS`` tokens)."""
+def _distances(nodes: list[int], moves: list[set[tuple]], widths: int, targets: list[int]) -> np.ndarray:
+    """Token distances from every (state, width index) node to those of the nodes ``targets`` (indices into
+    ``nodes``; column ``k * widths + w`` is target ``k`` at width index ``w``), INF where unreachable in
+    ``_MAX_STEPS`` tokens."""
     index = {q: i for i, q in enumerate(nodes)}
-    n = len(nodes) * widths
-    adj = np.zeros((n, n), dtype=bool)
+    src, dst = [], []
+    w0 = np.arange(widths)
+    inner = (w0 > 0) & (w0 < widths - 1)
     for i, found in enumerate(moves):
         for s, broke, width in found:
             if s not in index:
                 continue
-            j = index[s]
-            for w0 in range(widths):
-                if broke:
-                    w1 = min(width + 1, widths - 1)
-                elif w0 == 0 or w0 == widths - 1:
-                    w1 = w0
-                else:
-                    w1 = min(w0 + width, widths - 1)
-                adj[i * widths + w0, j * widths + w1] = True
-    dist = np.full((n, n), INF, dtype=np.int64)
-    np.fill_diagonal(dist, 0)
-    cur = np.eye(n, dtype=bool)
-    a = adj.astype(np.float32)
-    for k in range(1, _MAX_STEPS + 1):
-        cur = (cur.astype(np.float32) @ a) > 0
-        fresh = cur & (dist >= INF)
-        if not fresh.any():
-            break
-        dist[fresh] = k
-    return dist
+            if broke:
+                w1 = np.full(widths, min(width + 1, widths - 1))
+            else:
+                w1 = np.where(inner, np.minimum(w0 + width, widths - 1), w0)
+            src.append(i * widths + w0)
+            dst.append(index[s] * widths + w1)
+    n = len(nodes) * widths
+    src = np.concatenate(src) if src else np.zeros(0, dtype=np.int64)
+    dst = np.concatenate(dst) if dst else np.zeros(0, dtype=np.int64)
+    order = np.argsort(dst, kind="stable")  # the reverse graph, as CSR: per node, the nodes one token before it
+    ptr = np.zeros(n + 1, dtype=np.int64)
+    np.cumsum(np.bincount(dst, minlength=n), out=ptr[1:])
+    goals = (np.array(targets, dtype=np.int64)[:, None] * widths + w0[None, :]).ravel()
+    return _reverse_bfs(ptr, src[order].astype(np.int64), goals, n, _MAX_STEPS)
+
+
+@nb.njit(cache=True)
+def _reverse_bfs(ptr, before, goals, n, steps):
+    """``out[x, k]``: the fewest edges from node ``x`` to ``goals[k]`` over the graph whose edges into ``y`` come
+    from ``before[ptr[y]:ptr[y+1]]`` (INF beyond ``steps``)."""
+    out = np.full((n, len(goals)), INF, dtype=np.int64)
+    queue = np.empty(n, dtype=np.int64)
+    for k in range(len(goals)):
+        out[goals[k], k] = 0
+        queue[0] = goals[k]
+        head, tail = 0, 1
+        while head < tail:
+            y = queue[head]
+            head += 1
+            d = out[y, k]
+            if d >= steps:
+                continue
+            for e in range(ptr[y], ptr[y + 1]):
+                x = before[e]
+                if out[x, k] >= INF:
+                    out[x, k] = d + 1
+                    queue[tail] = x
+                    tail += 1
+    return out

@@ -26,10 +26,11 @@ import numpy as np
 
 from grammask.budget.bounds import token_bound
 from grammask.budget.costs import INF, add
+from grammask.budget.lexical import completes
 from grammask.budget.readings import ModeReadings
 from grammask.budget.tables import UNBOUNDED, BudgetTables
 from grammask.classes import class_words
-from grammask.indentation import byte_widths
+from grammask.indentation import IndentRuntime, byte_widths
 from grammask.parser.kernels import ALWAYS, NEVER, feed_terminal
 from grammask.spanner import NewlineWidths, SequenceTable, TrieWalk, walk_alive
 
@@ -305,16 +306,50 @@ def _terms_cost(q, cheapest, cap, view_states, view_rows, real, chain, n, probe,
 
 
 @nb.njit(cache=True)
+def _finish_cost(q, cheapest, cap, fixed, virtual, view_states, view_rows, real, chain, n, probe, node_cost, action,
+                 goto, rule_len, rule_lhs, lex_cost, state_follow, follow_ptr, follow_terms, follow_any, trans_of,
+                 acc_sym, exit_ptr, exit_cost, exit_depth, exit_nt, start_cost, discount, best, mark, frontier, counts,
+                 serial):
+    """The cheapest way on by finishing the lexeme pending in lexer state ``q`` (as an ignored terminal, or as a
+    follow terminal fed on the stack), if below ``cheapest``; ``fixed``: an indenter fed the top's newline, so a real
+    terminal comes next. Returns (cost, whether some way is allowed, the last mark used)."""
+    ign = lex_cost.shape[1] - 1
+    allowed = follow_any[state_follow[q]]
+    if allowed and lex_cost[q, ign] <= min(cap, cheapest - 1):
+        if fixed:
+            rest, _, serial = _terms_cost(virtual, INF, cap - lex_cost[q, ign], view_states, view_rows, real, chain, n,
+                                          probe, node_cost, action, goto, rule_len, rule_lhs, lex_cost, state_follow,
+                                          follow_ptr, follow_terms, trans_of, acc_sym, exit_ptr, exit_cost, exit_depth,
+                                          exit_nt, start_cost, discount, best, mark, frontier, counts, serial)
+        else:
+            serial += 1
+            rest = _less(_stack_cost(view_states, view_rows, real, chain, n, node_cost, goto, trans_of, acc_sym,
+                                     exit_ptr, exit_cost, exit_depth, exit_nt, start_cost,
+                                     cap - lex_cost[q, ign] + discount, best, mark, frontier, counts, serial), discount)
+        cheapest = min(cheapest, add(lex_cost[q, ign], rest))
+    cheapest, taken, serial = _terms_cost(q, cheapest, cap, view_states, view_rows, real, chain, n, probe, node_cost,
+                                          action, goto, rule_len, rule_lhs, lex_cost, state_follow, follow_ptr,
+                                          follow_terms, trans_of, acc_sym, exit_ptr, exit_cost, exit_depth, exit_nt,
+                                          start_cost, discount, best, mark, frontier, counts, serial)
+    return cheapest, allowed or taken, serial
+
+
+@nb.njit(cache=True)
 def _probe_costs(which, seq_ptr, seq_terms, ends, top_row, node_state, node_parent, node_cost, action, goto,
                  rule_len, rule_lhs, lex_cost, state_follow, follow_ptr, follow_terms, follow_any, trans_of,
                  acc_sym, exit_ptr, exit_cost, exit_depth, exit_nt, start_cost, eof_term, eof_extra, eof_newline,
-                 after_newline, dedent, end, discount, newline_top, virtual, n_dedents, cap, best, mark, frontier, counts,
-                 serial, out):
+                 after_newline, dedent, end, discount, newline_top, virtual, fall_at, fall_ptr, fall_terms, n_dedents, cap, best, mark,
+                 frontier, counts, serial, out):
     """``out[i]``: the cost ``C`` after probe ``which[i]`` (emit ``seq_terms[seq_ptr[p]:seq_ptr[p+1]]`` on the
     real stack of ``top_row``, leave lexer state ``ends[p]``), or REJECTED if the grammar forbids it; 0 where
     the input may end right there (see :func:`_ends_here`); a stack's completion ``discount`` less (:func:`_less`).
     Where the stack's top was entered by an indenter's newline, indent or dedent (``newline_top``), what follows
     starts with a real terminal: costed from the lexer state ``virtual`` (see :func:`_lexical`).
+
+    A probe that leaves a fallback of Lark's backing up pending is costed both ways: its long lexeme goes on, or it dies
+    on the next token (``fall_at[q]``: the row of ``lex_cost`` that counts that, -1 where it is not counted, -2 where
+    ``q`` is no fallback state; ``fall_terms[fall_ptr[q]:fall_ptr[q+1]]``: the parser terminals it then emits). A
+    fallback's probe is never REJECTED (INF where neither way is counted): its other readings may be allowed.
 
     Costs above ``cap`` are not worked out: any value above ``cap`` stands for them. ``best``,
     ``mark``, ``frontier``, ``counts`` are scratch kept between calls (see :func:`_stack_cost`);
@@ -334,7 +369,7 @@ def _probe_costs(which, seq_ptr, seq_terms, ends, top_row, node_state, node_pare
         r = node_parent[r]
     chain = np.empty(128, dtype=np.int32)
     probe = np.empty(128, dtype=np.int32)
-    ign = lex_cost.shape[1] - 1
+    fell = np.empty(128, dtype=np.int32)
     for i in range(len(which)):
         p = which[i]
         real = depth
@@ -366,28 +401,28 @@ def _probe_costs(which, seq_ptr, seq_terms, ends, top_row, node_state, node_pare
                                        exit_ptr, exit_cost, exit_depth, exit_nt, start_cost, cap + discount, best, mark,
                                        frontier, counts, serial), discount)
             continue
-        cheapest = INF
-        allowed = follow_any[state_follow[q]]
-        if allowed and lex_cost[q, ign] <= cap:
-            if fixed:
-                rest, _, serial = _terms_cost(virtual, INF, cap - lex_cost[q, ign], view_states, view_rows, real, chain,
-                                              n, probe, node_cost, action, goto, rule_len, rule_lhs, lex_cost,
-                                              state_follow, follow_ptr, follow_terms, trans_of, acc_sym, exit_ptr,
-                                              exit_cost, exit_depth, exit_nt, start_cost, discount, best, mark,
-                                              frontier, counts, serial)
-            else:
-                serial += 1
-                rest = _less(_stack_cost(view_states, view_rows, real, chain, n, node_cost, goto, trans_of, acc_sym,
-                                         exit_ptr, exit_cost, exit_depth, exit_nt, start_cost,
-                                         cap - lex_cost[q, ign] + discount, best, mark, frontier, counts, serial),
-                             discount)
-            cheapest = add(lex_cost[q, ign], rest)
-        cheapest, taken, serial = _terms_cost(q, cheapest, cap, view_states, view_rows, real, chain, n, probe,
-                                              node_cost, action, goto, rule_len, rule_lhs, lex_cost, state_follow,
-                                              follow_ptr, follow_terms, trans_of, acc_sym, exit_ptr, exit_cost,
-                                              exit_depth, exit_nt, start_cost, discount, best, mark, frontier, counts,
-                                              serial)
-        out[i] = cheapest if allowed or taken else REJECTED
+        cheapest, taken, serial = _finish_cost(q, INF, cap, fixed, virtual, view_states, view_rows, real, chain, n,
+                                               probe, node_cost, action, goto, rule_len, rule_lhs, lex_cost,
+                                               state_follow, follow_ptr, follow_terms, follow_any, trans_of, acc_sym,
+                                               exit_ptr, exit_cost, exit_depth, exit_nt, start_cost, discount, best,
+                                               mark, frontier, counts, serial)
+        v = fall_at[q]
+        if v >= 0:  # a fallback: also where its long lexeme dies on the next token (its emissions fed first)
+            fell[:n] = chain[:n]
+            real2, n2 = real, n
+            for j in range(fall_ptr[q], fall_ptr[q + 1]):
+                status, real2, n2 = feed_terminal(action, goto, rule_len, rule_lhs, view_states, real2, fell, n2,
+                                                  fall_terms[j])
+                if status != ALWAYS:
+                    break
+            if status == ALWAYS:
+                top = fell[n2 - 1] if n2 > 0 else view_states[real2 - 1]
+                cheapest, _, serial = _finish_cost(v, cheapest, cap, newline_top[top], virtual, view_states, view_rows,
+                                                   real2, fell, n2, probe, node_cost, action, goto, rule_len, rule_lhs,
+                                                   lex_cost, state_follow, follow_ptr, follow_terms, follow_any,
+                                                   trans_of, acc_sym, exit_ptr, exit_cost, exit_depth, exit_nt,
+                                                   start_cost, discount, best, mark, frontier, counts, serial)
+        out[i] = cheapest if taken or v >= -1 else REJECTED
     return serial
 
 
@@ -484,12 +519,12 @@ class BudgetRuntime:
         self.goto = lr.goto
         self.exits = (p.trans_ptr, p.trans_to, p.exit_ptr, p.exit_cost, p.exit_depth, p.exit_nt)
         self.landings = (p.trans_of, p.acc_sym, p.land_ptr, p.land_states)
-        self.lexical = _lexical(engine, tables)
         self.parser = (p.trans_of, p.acc_sym, p.exit_ptr, p.exit_cost, p.exit_depth, p.exit_nt, p.start_cost)
         f = p if t.flat is None else t.flat
         self.flat_exits = (f.exit_ptr, f.exit_cost, f.exit_depth, f.exit_nt, f.start_cost)
         self.flat_parser = (f.trans_of, f.acc_sym, f.exit_ptr, f.exit_cost, f.exit_depth, f.exit_nt, f.start_cost)
-        self.ending = (*_ending(engine), np.int64(tables.end_discount), *_fixed_tops(engine))
+        self.lexical, falls = _lexical(engine, tables)
+        self.ending = (*_ending(engine), np.int64(tables.end_discount), *_fixed_tops(engine), *falls)
         self.after_newline_state = engine.lexer.n_states
         """A lexer state past the lexer's: a newline just ended, the next lexeme is no newline (see :func:`_lexical`)."""
         self._state_bound = t.state_bound.tolist()
@@ -507,7 +542,7 @@ class BudgetRuntime:
         if engine.lexer.contextual:
             self._readings = ModeReadings(engine)
             self.lr = (self._readings.action, *self.lr[1:])
-            n_ids = self._readings.n_ids
+            n_ids = max(n_ids, self._readings.n_ids)
         self._seqs = SequenceTable(n_ids)
         self._walk: TrieWalk | None = None  # scratch of the vocabulary walks, made on the first one
         self._lock = threading.Lock()
@@ -661,6 +696,18 @@ class BudgetRuntime:
             end_width=end_width,
         )
 
+    @property
+    def several_readings(self) -> bool:
+        """Whether a token may be in several groups of a state (a contextual lexer's readings, of which a stack
+        parses one: the others cost REJECTED)."""
+        return self._readings is not None
+
+    @property
+    def indenter(self) -> IndentRuntime | None:
+        """The indenter the budget feeds its token groups through (under a contextual lexer, one that reads the
+        budget's own aliases); None without an indenter."""
+        return self.engine.indenter if self._readings is None else self._readings.indenter
+
     def _bound(self, seq: tuple[int, ...], end: int) -> int:
         """:func:`token_bound` of a group (an indenter's newline counts as the terminals it may feed)."""
         indent = self.engine.indent
@@ -669,7 +716,8 @@ class BudgetRuntime:
             return token_bound(len(seq), last, end, *self._bound_args)
         weight = self.tables.bound_weight[indent.newline_lexer]
         n = sum(int(weight) if x >= indent.base else 1 for x in seq)
-        last = (indent.newline if seq[-1] >= indent.base else seq[-1]) if seq else 0
+        last = 0 if not seq else indent.newline if seq[-1] >= indent.base else seq[-1] if self._readings is None else \
+            self._readings.parser_terminal(seq[-1])
         return token_bound(n, last, end, *self._bound_args)
 
     def _end_widths(self, q: int, token_ids: np.ndarray, end: np.ndarray) -> np.ndarray:
@@ -677,11 +725,11 @@ class BudgetRuntime:
         out = np.zeros(len(token_ids), dtype=np.int64)
         if self.engine.indent is None:
             return out
-        width_after = self.engine.indenter.width_after
+        width_after = self.indenter.width_after
         tokens = self.engine.vocab.tokens
         for i in np.flatnonzero(self.tables.newlines.row[end] >= 0).tolist():
             data = tokens[int(token_ids[i])]
-            low, high = width_after(q, 0, data), width_after(q, _FAR, data)
+            low, high = width_after(q, 0, data, int(end[i])), width_after(q, _FAR, data, int(end[i]))
             out[i] = width_key(low == high, low)
         return out
 
@@ -701,27 +749,42 @@ def _unique_columns(first: np.ndarray, second: np.ndarray) -> tuple[np.ndarray, 
 _FAR = 1 << 20  # a carried width no token reaches: tells a width the token sets from one it adds to
 
 
-def _lexical(engine: Engine, tables: BudgetTables) -> tuple:
-    """What probes read of the lexer: ``lex_cost``, and per state the follow set of its pending lexeme.
+def _lexical(engine: Engine, tables: BudgetTables) -> tuple[tuple, tuple]:
+    """What probes read of the lexer: ``lex_cost`` and per state the follow set of its pending lexeme, with rows past
+    the lexer's states; and the ``fall_at``, ``fall_ptr``, ``fall_terms`` of :func:`_probe_costs`.
 
-    Under an indenter one state is added past the lexer's (see :attr:`BudgetRuntime.after_newline_state`): a
-    newline has just ended and the next terminal is no newline (a newline would have run on into it), each
-    terminal at its own cost.
+    The first row past the lexer's (see :attr:`BudgetRuntime.after_newline_state`) serves an indenter: a newline has
+    just ended and the next terminal is no newline (a newline would have run on into it), each terminal at its own
+    cost (INF everywhere without an indenter). Then one row per counted fallback of Lark's backing up: its
+    ``LexicalCosts.fall_cost``.
     """
     m = engine.masks
-    lex_cost, state_follow, follow_ptr, follow_terms, follow_any = (
-        tables.lexical.lex_cost, m.state_follow, m.follow_ptr, m.follow_terms, m.follow_any)
+    lexer, lexical = engine.lexer, tables.lexical
+    n = lexer.n_states
+    row = np.full(lexical.lex_cost.shape[1], INF, dtype=lexical.lex_cost.dtype)
     indent = engine.indent
-    if indent is None:
-        return lex_cost, state_follow, follow_ptr, follow_terms, follow_any
-    row = np.full(lex_cost.shape[1], INF, dtype=lex_cost.dtype)
-    term_cost = tables.lexical.term_cost
-    row[: len(term_cost)] = term_cost
-    row[[indent.newline, indent.indent, indent.dedent]] = INF
-    terms = np.flatnonzero(row[: len(term_cost)] < INF).astype(follow_terms.dtype)
-    return (np.vstack([lex_cost, row]), np.append(state_follow, len(follow_any)).astype(state_follow.dtype),
-            np.append(follow_ptr, follow_ptr[-1] + len(terms)).astype(follow_ptr.dtype),
-            np.concatenate([follow_terms, terms]), np.append(follow_any, False).astype(follow_any.dtype))
+    if indent is not None:
+        row[: len(lexical.term_cost)] = lexical.term_cost
+        row[[indent.newline, indent.indent, indent.dedent]] = INF
+    rows = [row]
+    fall_at = np.full(n + 1, -2, dtype=np.int64)
+    fall_terms: list[list[int]] = [[] for _ in range(n + 1)]
+    if lexer.alt is not None:
+        fall_at[:n][lexer.alt >= 0] = -1
+        for q in np.flatnonzero(lexical.fall_row >= 0).tolist():
+            fall_at[q] = n + len(rows)
+            rows.append(lexical.fall_cost[lexical.fall_row[q]])
+            fall_terms[q] = [int(engine.parser_term[t]) for t in lexer.fallen(q) if engine.parser_term[t] >= 0]
+    extra = np.array(rows, dtype=lexical.lex_cost.dtype)
+    terms = [np.flatnonzero(r[:-1] < INF) for r in extra]
+    follow_ptr = np.append(m.follow_ptr, m.follow_ptr[-1] + np.cumsum([len(t) for t in terms]))
+    lexed = (np.vstack([lexical.lex_cost, extra]),
+             np.append(m.state_follow, len(m.follow_any) + np.arange(len(extra))).astype(m.state_follow.dtype),
+             follow_ptr.astype(m.follow_ptr.dtype),
+             np.concatenate([m.follow_terms, *terms]).astype(m.follow_terms.dtype),
+             np.concatenate([m.follow_any, [False], extra[1:, -1] < INF]).astype(m.follow_any.dtype))
+    ptr = np.cumsum([0] + [len(t) for t in fall_terms]).astype(np.int64)
+    return lexed, (fall_at, ptr, np.array([t for ts in fall_terms for t in ts], dtype=np.int32))
 
 
 def _fixed_tops(engine: Engine) -> tuple[np.ndarray, np.int64]:
@@ -744,7 +807,10 @@ def _ending(engine: Engine) -> tuple:
     lexer, tables = engine.lexer, engine.parse
     accept = lexer.accept
     parser_term = engine.parser_term
-    eof_term = np.where(accept >= 0, parser_term[np.maximum(accept, 0)], -2).astype(np.int32)
+    ends = completes(lexer)  # a fallback's chain, and a lexeme banned at the end, are not counted as ending the input
+    if lexer.ban is not None:
+        ends &= ~((lexer.ban_row >= 0) & lexer.ban[np.maximum(lexer.ban_row, 0), 256])
+    eof_term = np.where(ends, parser_term[np.maximum(accept, 0)], -2).astype(np.int32)
     eof_term[0] = -1
     after_newline = np.zeros(tables.n_states, dtype=np.bool_)
     newline = dedent = -1

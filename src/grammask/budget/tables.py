@@ -28,7 +28,7 @@ from grammask.parser.tables import ERROR
 if TYPE_CHECKING:
     from grammask.engine import Engine
 
-BUDGET_KIND = "budget2"
+BUDGET_KIND = "budget3"
 """The cache kind of budget tables; the number changes with their format."""
 
 UNBOUNDED = -2
@@ -95,7 +95,8 @@ def build_budget_tables(engine: Engine) -> BudgetTables:
     parser_term = engine.parser_term.copy()
     if indent is not None:
         parser_term[parser_term >= indent.base] = indent.newline
-    lexical = build_lexical_costs(engine.lexer, parser_term, trie, follow_terminals(tables), _lexable(engine))
+    skip = None if indent is None else engine.parser_term >= indent.base  # fallbacks emitting a newline: not counted
+    lexical = build_lexical_costs(engine.lexer, parser_term, trie, follow_terminals(tables), _lexable(engine), skip)
     newlines = flat = None
     weight = (parser_term >= 0).astype(np.int64)
     if indent is None:
@@ -123,6 +124,9 @@ def build_budget_tables(engine: Engine) -> BudgetTables:
     finish, ignore = finish_bounds(lexical.lex_cost, follow_sets, m.state_follow, bound_exit)
     if newlines is not None:
         finish = np.maximum(finish, _newline_finish(newlines, indent.newline, bound_exit, goto_exit_max, eps1))
+    if engine.lexer.alt is not None:  # a token leaving a fallback may be allowed by the reading where it dies only,
+        falls = engine.lexer.alt >= 0  # which costs count INF: such tokens are always costed
+        finish[falls] = ignore[falls] = INF
     if engine.lexer.contextual:  # the next lexeme's mode may depend on the stack: bounded per state from its groups
         bound = np.full(engine.lexer.n_states, UNBOUNDED, dtype=np.int64)
     else:
