@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING
 import numba as nb
 import numpy as np
 
+from grammask.atomics import atomic_add, atomic_cas, atomic_load, atomic_store
 from grammask.errors import ConfigurationError, MatcherStateError
 from grammask.matcher import _STACK_VIEW, _TERMINATED, Matcher, _top_list
 from grammask.parser.kernels import add_marked_classes
@@ -34,41 +35,90 @@ if TYPE_CHECKING:
 
 # Plan columns, one plan row per matcher the kernel fills: its bitmask row, lexer state, pair (-1: terminated),
 # whether EOS is allowed, its top stack states ``states[a:b]`` (empty when the pair has no marked classes), and
-# where its undecided classes go in ``unknown``; its place in the plan (where their count goes).
-_ROW, _LEX, _PAIR, _EOS, _STATES_A, _STATES_B, _UNKNOWN, _INDEX = range(8)
+# where its undecided classes go in ``unknown``.
+_ROW, _LEX, _PAIR, _EOS, _STATES_A, _STATES_B, _UNKNOWN = range(7)
+# Cells of a group's control array: plan rows published, next row to take, planning done, rows filled, threads
+# that entered :func:`_work`.
+_READY, _NEXT, _DONE, _FILLED, _STARTED = range(5)
+# Rows planned between two publications to the threads already filling (a row takes a few microseconds to plan).
+_CHUNK = 8
+# Polls of the control array (tens of nanoseconds each) a thread spins before it gives up waiting: a pool thread
+# for rows to fill (then it sleeps until planning is done), the caller for pool threads to start and to finish.
+_SPIN_ROWS = 1 << 16
+_SPIN_START = 1 << 13
+_SPIN_FILLED = 1 << 18
 
 
 @nb.njit(cache=True, nogil=True)
-def _fill_rows(bitmask, plan, states, unknown, n_unknown, pair_mask, pair_marks, masks, marks_ptr, marks,
-               state_span, state_class, state_lcp, state_dep, action, goto, rule_len, rule_lhs, seq_ptr, seq_terms,
-               class_follow, follow_ptr, follow_terms, follow_any, word_ptr, words, bits, eos_words, eos_bits):
-    """Fill ``bitmask[plan[i, _ROW]]`` for every plan row ``i``: the pair's mask, its marked classes the
-    stack accepts (:func:`add_marked_classes`), EOS; ``n_unknown[plan[i, _INDEX]]`` = classes left undecided."""
-    for i in range(plan.shape[0]):
-        row = bitmask[plan[i, _ROW]]
-        pair = plan[i, _PAIR]
-        n = 0
-        if pair < 0:
-            row[:] = 0
+def _fill_row(i, bitmask, plan, states, unknown, n_unknown, memo, tables):
+    """Fill ``bitmask[plan[i, _ROW]]``: the pair's mask, its marked classes the stack accepts
+    (:func:`add_marked_classes`), EOS; ``n_unknown[i]`` = classes left undecided; ``memo[i]`` = the row."""
+    (pair_mask, pair_marks, masks, marks_ptr, marks, state_span, state_class, state_lcp, state_dep, action, goto,
+     rule_len, rule_lhs, seq_ptr, seq_terms, class_follow, follow_ptr, follow_terms, follow_any, word_ptr, words, bits,
+     eos_words, eos_bits) = tables
+    row = bitmask[plan[i, _ROW]]
+    pair = plan[i, _PAIR]
+    n = 0
+    if pair < 0:
+        row[:] = 0
+    else:
+        row[:] = masks[pair_mask[pair]]
+        a, b = plan[i, _STATES_A], plan[i, _STATES_B]
+        if b > a:
+            q = plan[i, _LEX]
+            s0, s1 = state_span[q, 0], state_span[q, 1]
+            m = pair_marks[pair]
+            u = plan[i, _UNKNOWN]
+            n = add_marked_classes(
+                row, action, goto, rule_len, rule_lhs, states[a:b], state_class[s0:s1], state_lcp[s0:s1],
+                state_dep[s0:s1], marks[marks_ptr[m] : marks_ptr[m + 1]], seq_ptr, seq_terms, class_follow,
+                follow_ptr, follow_terms, follow_any, word_ptr, words, bits, unknown[u : u + s1 - s0])
+    n_unknown[i] = n
+    if plan[i, _EOS]:
+        for j in range(len(eos_words)):
+            row[eos_words[j]] |= eos_bits[j]
+    if pair >= 0:
+        memo[i] = row
+
+
+@nb.njit(cache=True, nogil=True)
+def _work(ctl, spin, bitmask, plan, states, unknown, n_unknown, memo, tables):
+    """Take published plan rows one at a time (``ctl[_NEXT]``) and fill them (:func:`_fill_row`) until planning is
+    done and none is left (True), or until ``spin`` polls in a row found nothing new to take (False)."""
+    atomic_add(ctl, _STARTED, 1)
+    idle = 0
+    while True:
+        done = atomic_load(ctl, _DONE)
+        ready = atomic_load(ctl, _READY)
+        i = atomic_load(ctl, _NEXT)
+        if i < ready:
+            if atomic_cas(ctl, _NEXT, i, i + 1) == i:
+                _fill_row(i, bitmask, plan, states, unknown, n_unknown, memo, tables)
+                atomic_add(ctl, _FILLED, 1)
+                idle = 0
+        elif done:
+            return True
         else:
-            row[:] = masks[pair_mask[pair]]
-            a, b = plan[i, _STATES_A], plan[i, _STATES_B]
-            if b > a:
-                q = plan[i, _LEX]
-                s0, s1 = state_span[q, 0], state_span[q, 1]
-                m = pair_marks[pair]
-                u = plan[i, _UNKNOWN]
-                n = add_marked_classes(
-                    row, action, goto, rule_len, rule_lhs, states[a:b], state_class[s0:s1], state_lcp[s0:s1],
-                    state_dep[s0:s1], marks[marks_ptr[m] : marks_ptr[m + 1]], seq_ptr, seq_terms, class_follow,
-                    follow_ptr, follow_terms, follow_any, word_ptr, words, bits, unknown[u : u + s1 - s0])
-        n_unknown[plan[i, _INDEX]] = n
-        if plan[i, _EOS]:
-            for j in range(len(eos_words)):
-                row[eos_words[j]] |= eos_bits[j]
+            idle += 1
+            if idle > spin:
+                return False
 
 
-_MIN_PIECE = 4
+@nb.njit(cache=True, nogil=True)
+def _wait(ctl, cell, target, spin):
+    """Whether ``ctl[cell]`` reached ``target`` within ``spin`` polls (the GIL is released meanwhile)."""
+    for _ in range(spin):
+        if atomic_load(ctl, cell) >= target:
+            return True
+    return atomic_load(ctl, cell) >= target
+
+
+@nb.njit(cache=True)
+def _publish(ctl, cell, value):
+    """``ctl[cell] = value``, seen by the filling threads after everything written before it."""
+    atomic_store(ctl, cell, value)
+
+
 _pool: ThreadPoolExecutor | None = None
 _pool_size = 0
 _pool_lock = threading.Lock()
@@ -87,92 +137,110 @@ def _start(fn: Callable[[], None], n: int) -> list[Future]:
 
 
 class _Group:
-    """The matchers of one engine whose rows the kernel fills: planned by :meth:`add`, then :meth:`seal`,
-    :meth:`fill` (any thread, any piece of the plan) and :meth:`finish` (the caller's thread)."""
+    """The matchers of one engine whose rows the kernel fills: checked by :meth:`add`, then planned and filled
+    by :meth:`run` (on the calling thread and pool threads), then finished in Python."""
 
     def __init__(self, view: MatcherView):
         self.view = view
-        self.matchers: list[Matcher] = []
-        self._rows: list[tuple[int, ...]] = []
-        self._states: list[int] = []
-        self._n_states = 0
+        # Per matcher: the matcher, its bitmask row, lexer state, pair, where its undecided classes go (-1: none).
+        self.entries: list[tuple[Matcher, int, int, int, int]] = []
         self._n_unknown = 0
+        self._n_marked = 0
 
     def add(self, m: Matcher, row: int) -> None:
-        """Plan matcher ``m``'s mask into bitmask row ``row``.
+        """Take matcher ``m``'s mask into bitmask row ``row``.
 
         Raises :class:`MatcherStateError` as ``fill_mask`` does when no mask table covers the state.
         """
-        q, stack = m._lexstate, m._stack
-        a, i = self._n_states, len(self._rows)
+        q = m._lexstate
         if q == _TERMINATED:
-            self._rows.append((row, 0, -1, 1, a, a, 0, i))
-            self.matchers.append(m)
+            self.entries.append((m, row, 0, -1, -1))
             return
         view = self.view
-        pair = view.pairs(q)[stack[0]]
+        pair = view.pairs(q)[m._stack[0]]
         if pair < 0:
-            raise MatcherStateError(f"internal error: no mask table for lexer state {q} with LR state {stack[0]}")
+            raise MatcherStateError(f"internal error: no mask table for lexer state {q} with LR state {m._stack[0]}")
+        u = -1
         if view.pair_has_marks[pair]:
-            top = _top_list(stack, _STACK_VIEW)
-            self._states += top
-            self._n_states += len(top)
-        self._rows.append((row, q, pair, int(m._accepts_end(q, stack, m._post)), a, self._n_states, self._n_unknown, i))
-        self._n_unknown += len(view.state_classes[q][0])
-        self.matchers.append(m)
+            u = self._n_unknown
+            self._n_unknown += len(view.state_classes[q][0])
+            self._n_marked += 1
+        self.entries.append((m, row, q, pair, u))
 
-    def seal(self, threads: int) -> None:
-        """The plan as the kernel's arrays, cut into pieces for ``threads`` threads (one piece for one)."""
-        self.plan = np.array(self._rows, dtype=np.int64)
-        self.pieces = [self.plan[a:b] for a, b in _pieces(len(self.plan), threads)]
-        self.states = np.array(self._states, dtype=np.int32)
+    def run(self, bitmask: np.ndarray, threads: int) -> None:
+        """Fill the rows: pool threads (``threads - 1``) start first and fill rows as this thread plans them
+        (their top stack states, EOS) and publishes them ``_CHUNK`` at a time; then this thread fills too."""
+        n = len(self.entries)
+        ctl = np.zeros(5, dtype=np.int64)
+        self.plan = np.empty((n, 7), dtype=np.int64)
         self.unknown = np.empty(self._n_unknown, dtype=np.int32)
-        self.n_unknown = np.zeros(len(self._rows), dtype=np.int64)
+        self.n_unknown = np.zeros(n, dtype=np.int64)
+        self.memo = np.empty((n, bitmask.shape[1]), dtype=np.int32)
+        states = np.empty(self._n_marked * _STACK_VIEW, dtype=np.int32)
+        args = (bitmask, self.plan, states, self.unknown, self.n_unknown, self.memo, self.view.fill_args)
+        futures: list[Future] = []
+        if threads > 1:
+            planned = threading.Event()
 
-    def fill(self, bitmask: np.ndarray, piece: np.ndarray) -> None:
-        """Run the kernel on ``piece`` (rows of the sealed plan); the GIL is released while it runs."""
-        _fill_rows(bitmask, piece, self.states, self.unknown, self.n_unknown, *self.view.fill_args)
+            def pool_work() -> None:
+                if not _work(ctl, _SPIN_ROWS, *args):
+                    planned.wait()
+                    _work(ctl, _SPIN_ROWS, *args)
+
+            futures = _start(pool_work, threads - 1)
+            _wait(ctl, _STARTED, threads - 1, _SPIN_START)  # no GIL held meanwhile: the pool threads can enter
+        chunk = _CHUNK if threads > 1 else max(n, 1)
+        try:
+            self._plan(ctl, states, chunk)
+        finally:
+            _publish(ctl, _DONE, 1)
+            if threads > 1:
+                planned.set()
+            _work(ctl, _SPIN_ROWS, *args)
+            if not _wait(ctl, _FILLED, ctl[_READY], _SPIN_FILLED):
+                for f in futures:
+                    if not f.cancel():
+                        f.result()
+            for f in futures:
+                f.cancel()  # a pool thread not started by now has nothing left to do
+
+    def _plan(self, ctl: np.ndarray, states: np.ndarray, chunk: int) -> None:
+        """Write the plan rows and top stack states, publishing them (``ctl[_READY]``) every ``chunk`` rows."""
+        view = self.view
+        rows: list[tuple[int, ...]] = []
+        tops: list[int] = []
+        a = published = 0
+        for i, (m, row, q, pair, u) in enumerate(self.entries):
+            if pair < 0:
+                rows.append((row, 0, -1, 1, a, a, 0))
+            else:
+                stack = m._stack
+                b = a
+                if u >= 0:
+                    top = _top_list(stack, _STACK_VIEW)
+                    tops += top
+                    b += len(top)
+                rows.append((row, q, pair, int(m._accepts_end(q, stack, m._post)), a, b, u))
+                a = b
+            if len(rows) == chunk or i == len(self.entries) - 1:
+                self.plan[published : i + 1] = rows
+                states[a - len(tops) : a] = tops
+                rows, published = [], i + 1
+                tops = []
+                _publish(ctl, _READY, published)
 
     def finish(self, bitmask: np.ndarray) -> None:
-        """What ``fill_mask`` does after its compiled check: the Python fallback and the memo."""
-        rows = self.plan[:, [_ROW, _PAIR, _UNKNOWN]].tolist()
-        for m, (row, pair, u), k in zip(self.matchers, rows, self.n_unknown.tolist(), strict=True):
+        """What ``fill_mask`` does after its compiled check: the Python fallback and the memo (the matchers keep
+        rows of one array made for this call)."""
+        for (m, row, q, pair, u), k, memo in zip(self.entries, self.n_unknown.tolist(), self.memo, strict=True):
             if pair < 0:
                 continue
-            mask = bitmask[row]
             if k:
+                mask = bitmask[row]
                 m._add_unknown_classes(mask, m._stack, self.unknown[u : u + k])
-            m._mask = mask.copy()
-            m._mask_key = (m._lexstate, m._stack, m._post)
-
-
-def _pieces(n: int, threads: int) -> list[tuple[int, int]]:
-    """Row ranges of ``n`` rows for ``threads`` threads: shrinking pieces (a share of what is left), so
-    threads that start late or run slow still end about together."""
-    if threads == 1:
-        return [(0, n)]
-    out, a = [], 0
-    while a < n:
-        b = min(n, a + max(_MIN_PIECE, -(-(n - a) // (2 * threads))))
-        out.append((a, b))
-        a = b
-    return out
-
-
-def _fill(groups: list[_Group], bitmask: np.ndarray, threads: int) -> None:
-    """Run the kernel on every group's pieces: this thread and ``threads - 1`` pool threads take the next
-    piece as they get free (a thread the OS starts late takes fewer, or none)."""
-    work = iter([(group, piece) for group in groups for piece in group.pieces])  # next() is atomic under the GIL
-
-    def drain() -> None:
-        for group, piece in work:
-            group.fill(bitmask, piece)
-
-    futures = _start(drain, threads - 1) if threads > 1 else []
-    drain()
-    for f in futures:
-        if not f.cancel():  # a pool thread not started by now has nothing left to do: no waiting for it
-            f.result()
+                memo[:] = mask
+            m._mask = memo
+            m._mask_key = (q, m._stack, m._post)
 
 
 def _check_args(matchers: Sequence[Matcher], bitmask: np.ndarray, indices: Sequence[int] | None,
@@ -244,8 +312,7 @@ def fill_masks(matchers: Sequence[Matcher], bitmask: np.ndarray, indices: Sequen
             group = groups[id(engine)] = _Group(engine.view)
         group.add(m, row)
     for group in groups.values():
-        group.seal(threads)
-    _fill(list(groups.values()), bitmask, threads)
+        group.run(bitmask, threads)
     for group in groups.values():
         group.finish(bitmask)
     for m, row in memo:
