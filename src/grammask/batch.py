@@ -17,9 +17,11 @@ finished per row in Python afterwards, as ``fill_mask`` does.
 from __future__ import annotations
 
 import operator
+import os
+import queue
 import threading
+import time
 from collections.abc import Callable, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor
 from typing import TYPE_CHECKING
 
 import numba as nb
@@ -47,6 +49,7 @@ _CHUNK = 8
 _SPIN_ROWS = 1 << 16
 _SPIN_START = 1 << 13
 _SPIN_FILLED = 1 << 18
+_SLEEP = 1e-4
 
 
 @nb.njit(cache=True, nogil=True)
@@ -119,26 +122,45 @@ def _publish(ctl, cell, value):
     atomic_store(ctl, cell, value)
 
 
-_pool: ThreadPoolExecutor | None = None
-_pool_size = 0
-_pool_lock = threading.Lock()
+class _Pool:
+    """Daemon threads that run the functions put on one queue (a call wakes one with a single ``put``);
+    there are as many as the most helpers any call asked for."""
+
+    def __init__(self) -> None:
+        self._queue: queue.SimpleQueue[Callable[[], None]] = queue.SimpleQueue()
+        self._size = 0
+        self._lock = threading.Lock()
+
+    def run(self, fn: Callable[[], None], n: int) -> None:
+        """Have ``n`` pool threads run ``fn`` (each once), starting threads if fewer are there."""
+        if self._size < n:
+            with self._lock:
+                while self._size < n:
+                    threading.Thread(target=self._serve, name=f"grammask-masks-{self._size}", daemon=True).start()
+                    self._size += 1
+        for _ in range(n):
+            self._queue.put(fn)
+
+    def _serve(self) -> None:
+        while True:
+            self._queue.get()()
 
 
-def _start(fn: Callable[[], None], n: int) -> list[Future]:
-    """Run ``fn`` on ``n`` threads of a shared pool (a bigger pool replaces it when asked for more; the
-    old one ends once its work is done)."""
-    global _pool, _pool_size
-    with _pool_lock:
-        if _pool is None or _pool_size < n:
-            if _pool is not None:
-                _pool.shutdown(wait=False)
-            _pool, _pool_size = ThreadPoolExecutor(n, thread_name_prefix="grammask-masks"), n
-        return [_pool.submit(fn) for _ in range(n)]
+_pool = _Pool()
+
+
+def _new_pool() -> None:
+    global _pool
+    _pool = _Pool()  # a forked child has none of the parent's threads
+
+
+os.register_at_fork(after_in_child=_new_pool)
 
 
 class _Group:
-    """The matchers of one engine whose rows the kernel fills: checked by :meth:`add`, then planned and filled
-    by :meth:`run` (on the calling thread and pool threads), then finished in Python."""
+    """The matchers of one engine whose rows the kernel fills: checked by :meth:`add`, then :meth:`prepare`,
+    :meth:`run` (this thread plans the rows and fills them, pool threads fill them with :meth:`help`) and
+    :meth:`finish` (Python's part)."""
 
     def __init__(self, view: MatcherView):
         self.view = view
@@ -147,12 +169,11 @@ class _Group:
         self._n_unknown = 0
         self._n_marked = 0
 
-    def add(self, m: Matcher, row: int) -> None:
-        """Take matcher ``m``'s mask into bitmask row ``row``.
+    def add(self, m: Matcher, row: int, q: int) -> None:
+        """Take matcher ``m`` (in lexer state ``q``) into bitmask row ``row``.
 
         Raises :class:`MatcherStateError` as ``fill_mask`` does when no mask table covers the state.
         """
-        q = m._lexstate
         if q == _TERMINATED:
             self.entries.append((m, row, 0, -1, -1))
             return
@@ -167,80 +188,85 @@ class _Group:
             self._n_marked += 1
         self.entries.append((m, row, q, pair, u))
 
-    def run(self, bitmask: np.ndarray, threads: int) -> None:
-        """Fill the rows: pool threads (``threads - 1``) start first and fill rows as this thread plans them
-        (their top stack states, EOS) and publishes them ``_CHUNK`` at a time; then this thread fills too."""
+    def prepare(self, bitmask: np.ndarray) -> None:
+        """The kernel's arrays (its tables as they are now: they hold every pair :meth:`add` looked up)."""
         n = len(self.entries)
-        ctl = np.zeros(5, dtype=np.int64)
+        self.ctl = np.zeros(5, dtype=np.int64)
         self.plan = np.empty((n, 7), dtype=np.int64)
+        self.states = np.empty(self._n_marked * _STACK_VIEW, dtype=np.int32)
         self.unknown = np.empty(self._n_unknown, dtype=np.int32)
         self.n_unknown = np.zeros(n, dtype=np.int64)
         self.memo = np.empty((n, bitmask.shape[1]), dtype=np.int32)
-        states = np.empty(self._n_marked * _STACK_VIEW, dtype=np.int32)
-        args = (bitmask, self.plan, states, self.unknown, self.n_unknown, self.memo, self.view.fill_args)
-        futures: list[Future] = []
-        if threads > 1:
-            planned = threading.Event()
+        self.args = (bitmask, self.plan, self.states, self.unknown, self.n_unknown, self.memo, self.view.fill_args)
+        self.planned = threading.Event()
 
-            def pool_work() -> None:
-                if not _work(ctl, _SPIN_ROWS, *args):
-                    planned.wait()
-                    _work(ctl, _SPIN_ROWS, *args)
+    def help(self) -> None:
+        """Fill rows as they are published until none is left (a pool thread's part of :meth:`run`)."""
+        if not _work(self.ctl, _SPIN_ROWS, *self.args):
+            self.planned.wait()
+            _work(self.ctl, _SPIN_ROWS, *self.args)
 
-            futures = _start(pool_work, threads - 1)
-            _wait(ctl, _STARTED, threads - 1, _SPIN_START)  # no GIL held meanwhile: the pool threads can enter
-        chunk = _CHUNK if threads > 1 else max(n, 1)
+    def run(self, helpers: int) -> None:
+        """Plan the rows (top stack states, EOS) and publish them ``_CHUNK`` at a time to the ``helpers`` pool
+        threads that fill them meanwhile (all at once without helpers); then fill what is left."""
+        ctl = self.ctl
+        if helpers:
+            _wait(ctl, _STARTED, helpers, _SPIN_START)  # no GIL held meanwhile: the pool threads can enter
         try:
-            self._plan(ctl, states, chunk)
+            self._plan(_CHUNK if helpers else max(len(self.entries), 1))
+        except BaseException:
+            for m, *_ in self.entries:
+                m._mask_key = None  # the memo rows _plan gave them may never be filled
+            raise
         finally:
             _publish(ctl, _DONE, 1)
-            if threads > 1:
-                planned.set()
-            _work(ctl, _SPIN_ROWS, *args)
-            if not _wait(ctl, _FILLED, ctl[_READY], _SPIN_FILLED):
-                for f in futures:
-                    if not f.cancel():
-                        f.result()
-            for f in futures:
-                f.cancel()  # a pool thread not started by now has nothing left to do
+            self.planned.set()
+            _work(ctl, _SPIN_ROWS, *self.args)
+            while not _wait(ctl, _FILLED, ctl[_READY], _SPIN_FILLED):
+                time.sleep(_SLEEP)  # a pool thread still fills a row it took (or the OS stopped it meanwhile)
 
-    def _plan(self, ctl: np.ndarray, states: np.ndarray, chunk: int) -> None:
-        """Write the plan rows and top stack states, publishing them (``ctl[_READY]``) every ``chunk`` rows."""
-        view = self.view
+    def _plan(self, chunk: int) -> None:
+        """Write the plan rows and top stack states, publishing them (``ctl[_READY]``) every ``chunk`` rows; give
+        each matcher its memo row (filled by the kernel, and by :meth:`finish` where Python decides classes)."""
         rows: list[tuple[int, ...]] = []
         tops: list[int] = []
         a = published = 0
-        for i, (m, row, q, pair, u) in enumerate(self.entries):
+        last = len(self.entries) - 1
+        for i, ((m, row, q, pair, u), memo) in enumerate(zip(self.entries, self.memo, strict=True)):
             if pair < 0:
                 rows.append((row, 0, -1, 1, a, a, 0))
             else:
-                stack = m._stack
+                stack, post = m._stack, m._post
                 b = a
                 if u >= 0:
                     top = _top_list(stack, _STACK_VIEW)
                     tops += top
                     b += len(top)
-                rows.append((row, q, pair, int(m._accepts_end(q, stack, m._post)), a, b, u))
+                rows.append((row, q, pair, int(m._accepts_end(q, stack, post)), a, b, u))
                 a = b
-            if len(rows) == chunk or i == len(self.entries) - 1:
+                m._mask = memo
+                m._mask_key = (q, stack, post)
+            if len(rows) == chunk or i == last:
                 self.plan[published : i + 1] = rows
-                states[a - len(tops) : a] = tops
-                rows, published = [], i + 1
-                tops = []
-                _publish(ctl, _READY, published)
+                self.states[a - len(tops) : a] = tops
+                rows, tops, published = [], [], i + 1
+                _publish(self.ctl, _READY, published)
 
     def finish(self, bitmask: np.ndarray) -> None:
-        """What ``fill_mask`` does after its compiled check: the Python fallback and the memo (the matchers keep
-        rows of one array made for this call)."""
-        for (m, row, q, pair, u), k, memo in zip(self.entries, self.n_unknown.tolist(), self.memo, strict=True):
-            if pair < 0:
-                continue
-            if k:
-                mask = bitmask[row]
-                m._add_unknown_classes(mask, m._stack, self.unknown[u : u + k])
-                memo[:] = mask
-            m._mask = memo
-            m._mask_key = (q, m._stack, m._post)
+        """What ``fill_mask`` does after its compiled check where the kernel left classes undecided (deep
+        stacks): the Python fallback, then the memo row again."""
+        for i in np.flatnonzero(self.n_unknown).tolist():
+            m, row, _, _, u = self.entries[i]
+            mask = bitmask[row]
+            m._add_unknown_classes(mask, m._stack, self.unknown[u : u + self.n_unknown[i]])
+            self.memo[i] = mask
+
+
+def _help(prepared: threading.Event, groups: list[_Group]) -> None:
+    """A pool thread's part of one call: once the groups are prepared, help fill each."""
+    prepared.wait()
+    for group in groups:
+        group.help()
 
 
 def _check_args(matchers: Sequence[Matcher], bitmask: np.ndarray, indices: Sequence[int] | None,
@@ -295,24 +321,35 @@ def fill_masks(matchers: Sequence[Matcher], bitmask: np.ndarray, indices: Sequen
     :class:`MatcherStateError` as ``fill_mask`` does. Either comes before anything is written.
     """
     rows = _check_args(matchers, bitmask, indices, threads)
-    threads = max(1, min(threads, len(matchers)))
+    helpers = max(0, min(threads, len(matchers)) - 1)
+    # Pool threads are woken first, so that they are ready when the rows are; they wait for the groups.
+    prepared, ready = threading.Event(), []
+    if helpers:
+        _pool.run(lambda: _help(prepared, ready), helpers)
     groups: dict[int, _Group] = {}
     memo: list[tuple[Matcher, int]] = []
     own: list[tuple[Matcher, int]] = []
-    for m, row in zip(matchers, rows, strict=True):
-        if m._lexstate != _TERMINATED and m._memo_valid():
-            memo.append((m, row))
-            continue
-        if m._counting is not None and m._lexstate != _TERMINATED and m._counting.near(m._lexstate, m._post):
-            own.append((m, row))  # a counted lexeme near its level's end: several levels' masks, in Python
-            continue
-        engine = m.compiled._engine
-        group = groups.get(id(engine))
-        if group is None:
-            group = groups[id(engine)] = _Group(engine.view)
-        group.add(m, row)
+    try:
+        for m, row in zip(matchers, rows, strict=True):
+            q = m._lexstate
+            if q != _TERMINATED:
+                if m._memo_valid():
+                    memo.append((m, row))
+                    continue
+                if m._counting is not None and m._counting.near(q, m._post):
+                    own.append((m, row))  # a counted lexeme near its level's end: several levels' masks, in Python
+                    continue
+            group = groups.get(id(m._rt))
+            if group is None:
+                group = groups[id(m._rt)] = _Group(m._rt)
+            group.add(m, row, q)
+        for group in groups.values():
+            group.prepare(bitmask)
+        ready += groups.values()
+    finally:
+        prepared.set()
     for group in groups.values():
-        group.run(bitmask, threads)
+        group.run(helpers)
     for group in groups.values():
         group.finish(bitmask)
     for m, row in memo:
