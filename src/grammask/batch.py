@@ -1,17 +1,20 @@
 """Masks for many matchers in one call, filled in native code with the GIL released.
 
 :func:`fill_masks` writes, for every matcher, exactly the row its own ``fill_mask`` would write.
-Python gathers each matcher's state into a plan (pair of lexer state and top LR state, the stack's
-top states when the pair has stack-dependent classes, the EOS decision; a matcher whose state has
-not changed since its last mask reuses it), then a ``nogil`` Numba kernel copies the pairs'
-precomputed masks and checks their marked classes against the stacks: one call per compiled grammar,
-or with ``threads=n`` the rows cut into shrinking pieces that the calling thread and ``n - 1`` pool
-threads take one by one. All planning is done before, so between kernel calls the threads run only a
-few lines of Python and never wait long for the GIL (planning on one thread while others filled would
-make each hand-over wait for the interpreter's switch interval, 5 ms); a pool thread that the OS
-starts late takes fewer pieces instead of holding up the call. What the kernel cannot decide
-(classes that reduce below the top states it was given), the memo and the token budgets are
-finished per row in Python afterwards, as ``fill_mask`` does.
+Python first sorts the matchers (a matcher whose state has not changed since its last mask reuses it)
+and looks up each one's pair of lexer state and top LR state, so every error comes before anything
+is written. Then, per compiled grammar, it plans the rows one by one (the stack's top states when the
+pair has stack-dependent classes, the EOS decision) and publishes them a few at a time, while ``n - 1``
+pool threads (``threads=n``, woken at the start of the call) already fill them in a ``nogil`` Numba
+kernel: each thread takes the next published row with an atomic compare-and-swap
+(:mod:`grammask.atomics`) and copies the pair's precomputed mask, checks its marked classes against
+the stack, adds EOS and copies the row into the matcher's memo. When planning ends the calling thread
+fills too. The pool threads never need the GIL between rows (they enter the kernel once, while the
+caller waits for them without the GIL, and spin there for the next rows), so a hand-over never waits
+for the interpreter's switch interval; a pool thread that the OS starts late takes fewer rows or none,
+and no row waits for it. What the kernel cannot decide (classes that reduce below the top states it
+was given) and the token budgets are finished per row in Python afterwards, as ``fill_mask`` does.
+The memo rows of one call are rows of one array: a matcher kept after the others are gone keeps it.
 """
 
 from __future__ import annotations
