@@ -181,7 +181,7 @@ class _Group:
             self.entries.append((m, row, 0, -1, -1))
             return
         view = self.view
-        pair = view.pairs(q)[m._stack[0]]
+        pair = (view.pair_index[q] or view.pairs(q))[m._stack[0]]
         if pair < 0:
             raise MatcherStateError(f"internal error: no mask table for lexer state {q} with LR state {m._stack[0]}")
         u = -1
@@ -274,14 +274,15 @@ def _help(prepared: threading.Event, groups: list[_Group]) -> None:
 
 def _check_args(matchers: Sequence[Matcher], bitmask: np.ndarray, indices: Sequence[int] | None,
                 threads: int) -> list[int]:
-    """The row of each matcher; :class:`ConfigurationError` for the argument errors :func:`fill_masks` names."""
+    """The row of each matcher; :class:`ConfigurationError` for the argument errors :func:`fill_masks` names (but
+    the rows' width, :func:`_check_width`)."""
     if not isinstance(bitmask, np.ndarray) or bitmask.ndim != 2 or bitmask.dtype != np.int32:
         raise ConfigurationError("bitmask must be a 2-D int32 NumPy array (rows of mask words)")
     if not bitmask.flags.writeable:
         raise ConfigurationError("bitmask is read-only")
     if not isinstance(threads, int) or threads < 1:
         raise ConfigurationError(f"threads must be a positive int, got {threads!r}")
-    n_rows, width = bitmask.shape
+    n_rows = bitmask.shape[0]
     if indices is None:
         if n_rows < len(matchers):
             raise ConfigurationError(f"bitmask has {n_rows} rows for {len(matchers)} matchers")
@@ -298,11 +299,14 @@ def _check_args(matchers: Sequence[Matcher], bitmask: np.ndarray, indices: Seque
             raise ConfigurationError(f"row index {bad[0]} is out of range for a bitmask of {n_rows} rows")
         if len(set(rows)) != len(rows):
             raise ConfigurationError("indices name the same row twice")
-    for m in matchers:
-        words = m._rt.n_words
-        if width != words:
-            raise ConfigurationError(f"bitmask rows have {width} words, expected {words} for {m.compiled.vocab.n_logits} logits")
     return rows
+
+
+def _check_width(bitmask: np.ndarray, m: Matcher) -> None:
+    """:class:`ConfigurationError` unless ``bitmask``'s rows are as wide as ``m``'s vocabulary needs."""
+    width, words = bitmask.shape[1], m._rt.n_words
+    if width != words:
+        raise ConfigurationError(f"bitmask rows have {width} words, expected {words} for {m.compiled.vocab.n_logits} logits")
 
 
 def fill_masks(matchers: Sequence[Matcher], bitmask: np.ndarray, indices: Sequence[int] | None = None, *,
@@ -332,19 +336,26 @@ def fill_masks(matchers: Sequence[Matcher], bitmask: np.ndarray, indices: Sequen
     groups: dict[int, _Group] = {}
     memo: list[tuple[Matcher, int]] = []
     own: list[tuple[Matcher, int]] = []
+    budgeted: list[tuple[Matcher, int]] = []
+    view = None
     try:
         for m, row in zip(matchers, rows, strict=True):
+            if m._rt is not view:  # a batch's matchers mostly share one grammar: one check for a run of them
+                _check_width(bitmask, m)
+                view = m._rt
             q = m._lexstate
             if q != _TERMINATED:
+                if m._budget is not None:
+                    budgeted.append((m, row))
                 if m._memo_valid():
                     memo.append((m, row))
                     continue
                 if m._counting is not None and m._counting.near(q, m._post):
                     own.append((m, row))  # a counted lexeme near its level's end: several levels' masks, in Python
                     continue
-            group = groups.get(id(m._rt))
+            group = groups.get(id(view))
             if group is None:
-                group = groups[id(m._rt)] = _Group(m._rt)
+                group = groups[id(view)] = _Group(view)
             group.add(m, row, q)
         for group in groups.values():
             group.prepare(bitmask)
@@ -359,6 +370,5 @@ def fill_masks(matchers: Sequence[Matcher], bitmask: np.ndarray, indices: Sequen
         bitmask[row] = m._mask
     for m, row in own:
         m.fill_mask(bitmask[row])  # budgets are not built for counted terminals: nothing more to restrict
-    for m, row in zip(matchers, rows, strict=True):
-        if m._budget is not None and m._lexstate != _TERMINATED:
-            m._budget.restrict(bitmask[row], m._lexstate, m._stack, len(m._history), m._post)
+    for m, row in budgeted:
+        m._budget.restrict(bitmask[row], m._lexstate, m._stack, len(m._history), m._post)
