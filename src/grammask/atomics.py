@@ -40,8 +40,7 @@ def atomic_load(typingctx, array, index):
     _check(array)
 
     def codegen(context, builder, signature, args):
-        zero = context.get_constant(types.int64, 0)
-        return builder.atomic_rmw("add", _cell(context, builder, signature, args), zero, "seq_cst")
+        return builder.load_atomic(_cell(context, builder, signature, args), "seq_cst", 8)
 
     return types.int64(array, types.intp), codegen
 

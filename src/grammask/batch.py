@@ -47,10 +47,11 @@ _ROW, _LEX, _PAIR, _EOS, _STATES_A, _STATES_B, _UNKNOWN = range(7)
 _READY, _NEXT, _DONE, _FILLED, _STARTED = range(5)
 # Rows planned between two publications to the threads already filling (a row takes a few microseconds to plan).
 _CHUNK = 8
-# Polls of the control array (tens of nanoseconds each) a thread spins before it gives up waiting: a pool thread
-# for rows to fill (then it sleeps until planning is done), the caller for pool threads to start and to finish.
-_SPIN_ROWS = 1 << 16
-_SPIN_START = 1 << 13
+# Polls of the control array (a few nanoseconds each) a thread spins before it gives up waiting: a pool thread
+# for rows to fill (~0.4 ms; then it sleeps until planning is done), the caller for pool threads to start (~0.1 ms)
+# and to finish their last rows (~1 ms at a time).
+_SPIN_ROWS = 1 << 17
+_SPIN_START = 1 << 15
 _SPIN_FILLED = 1 << 18
 _SLEEP = 1e-4
 
