@@ -39,9 +39,8 @@ if TYPE_CHECKING:
     from grammask.engine import MatcherView
 
 # Plan columns, one plan row per matcher the kernel fills: its bitmask row, lexer state, pair (-1: terminated),
-# whether EOS is allowed, its top stack states ``states[a:b]`` (empty when the pair has no marked classes), and
-# where its undecided classes go in ``unknown``.
-_ROW, _LEX, _PAIR, _EOS, _STATES_A, _STATES_B, _UNKNOWN = range(7)
+# whether EOS is allowed, its top stack states ``states[a:b]`` (empty when the pair has no marked classes).
+_ROW, _LEX, _PAIR, _EOS, _STATES_A, _STATES_B = range(6)
 # Cells of a group's control array: plan rows published, next row to take, planning done, rows filled, threads
 # that entered :func:`_work`.
 _READY, _NEXT, _DONE, _FILLED, _STARTED = range(5)
@@ -57,7 +56,7 @@ _SLEEP = 1e-4
 
 
 @nb.njit(cache=True, nogil=True)
-def _fill_row(i, bitmask, plan, states, unknown, n_unknown, memo, tables):
+def _fill_row(i, bitmask, plan, states, n_unknown, memo, tables):
     """Fill ``bitmask[plan[i, _ROW]]``: the pair's mask, its marked classes the stack accepts
     (:func:`add_marked_classes`), EOS; ``n_unknown[i]`` = classes left undecided; ``memo[i]`` = the row."""
     (pair_mask, pair_marks, masks, marks_ptr, marks, state_span, state_class, state_lcp, state_dep, action, goto,
@@ -75,11 +74,10 @@ def _fill_row(i, bitmask, plan, states, unknown, n_unknown, memo, tables):
             q = plan[i, _LEX]
             s0, s1 = state_span[q, 0], state_span[q, 1]
             m = pair_marks[pair]
-            u = plan[i, _UNKNOWN]
             n = add_marked_classes(
                 row, action, goto, rule_len, rule_lhs, states[a:b], state_class[s0:s1], state_lcp[s0:s1],
                 state_dep[s0:s1], marks[marks_ptr[m] : marks_ptr[m + 1]], seq_ptr, seq_terms, class_follow,
-                follow_ptr, follow_terms, follow_any, word_ptr, words, bits, unknown[u : u + s1 - s0])
+                follow_ptr, follow_terms, follow_any, word_ptr, words, bits, np.empty(s1 - s0, dtype=np.int32))
     n_unknown[i] = n
     if plan[i, _EOS]:
         for j in range(len(eos_words)):
@@ -89,7 +87,7 @@ def _fill_row(i, bitmask, plan, states, unknown, n_unknown, memo, tables):
 
 
 @nb.njit(cache=True, nogil=True)
-def _work(ctl, spin, bitmask, plan, states, unknown, n_unknown, memo, tables):
+def _work(ctl, spin, bitmask, plan, states, n_unknown, memo, tables):
     """Take published plan rows one at a time (``ctl[_NEXT]``) and fill them (:func:`_fill_row`) until planning is
     done and none is left (True), or until ``spin`` polls in a row found nothing new to take (False)."""
     atomic_add(ctl, _STARTED, 1)
@@ -100,7 +98,7 @@ def _work(ctl, spin, bitmask, plan, states, unknown, n_unknown, memo, tables):
         i = atomic_load(ctl, _NEXT)
         if i < ready:
             if atomic_cas(ctl, _NEXT, i, i + 1) == i:
-                _fill_row(i, bitmask, plan, states, unknown, n_unknown, memo, tables)
+                _fill_row(i, bitmask, plan, states, n_unknown, memo, tables)
                 atomic_add(ctl, _FILLED, 1)
                 idle = 0
         elif done:
@@ -168,10 +166,7 @@ class _Group:
 
     def __init__(self, view: MatcherView):
         self.view = view
-        # Per matcher: the matcher, its bitmask row, lexer state, pair, where its undecided classes go (-1: none).
-        self.entries: list[tuple[Matcher, int, int, int, int]] = []
-        self._n_unknown = 0
-        self._n_marked = 0
+        self.entries: list[tuple[Matcher, int, int, int]] = []  # per matcher: it, its bitmask row, lexer state, pair
 
     def add(self, m: Matcher, row: int, q: int) -> None:
         """Take matcher ``m`` (in lexer state ``q``) into bitmask row ``row``.
@@ -179,29 +174,23 @@ class _Group:
         Raises :class:`MatcherStateError` as ``fill_mask`` does when no mask table covers the state.
         """
         if q == _TERMINATED:
-            self.entries.append((m, row, 0, -1, -1))
+            self.entries.append((m, row, 0, -1))
             return
         view = self.view
         pair = (view.pair_index[q] or view.pairs(q))[m._stack[0]]
         if pair < 0:
             raise MatcherStateError(f"internal error: no mask table for lexer state {q} with LR state {m._stack[0]}")
-        u = -1
-        if view.pair_has_marks[pair]:
-            u = self._n_unknown
-            self._n_unknown += len(view.state_classes[q][0])
-            self._n_marked += 1
-        self.entries.append((m, row, q, pair, u))
+        self.entries.append((m, row, q, pair))
 
     def prepare(self, bitmask: np.ndarray) -> None:
         """The kernel's arrays (its tables as they are now: they hold every pair :meth:`add` looked up)."""
         n = len(self.entries)
         self.ctl = np.zeros(5, dtype=np.int64)
-        self.plan = np.empty((n, 7), dtype=np.int64)
-        self.states = np.empty(self._n_marked * _STACK_VIEW, dtype=np.int32)
-        self.unknown = np.empty(self._n_unknown, dtype=np.int32)
+        self.plan = np.empty((n, 6), dtype=np.int64)
+        self.states = np.empty(n * _STACK_VIEW, dtype=np.int32)
         self.n_unknown = np.zeros(n, dtype=np.int64)
         self.memo = np.empty((n, bitmask.shape[1]), dtype=np.int32)
-        self.args = (bitmask, self.plan, self.states, self.unknown, self.n_unknown, self.memo, self.view.fill_args)
+        self.args = (bitmask, self.plan, self.states, self.n_unknown, self.memo, self.view.fill_args)
         self.planned = threading.Event()
 
     def help(self) -> None:
@@ -232,21 +221,22 @@ class _Group:
     def _plan(self, chunk: int) -> None:
         """Write the plan rows and top stack states, publishing them (``ctl[_READY]``) every ``chunk`` rows; give
         each matcher its memo row (filled by the kernel, and by :meth:`finish` where Python decides classes)."""
+        has_marks = self.view.pair_has_marks
         rows: list[tuple[int, ...]] = []
         tops: list[int] = []
         a = published = 0
         last = len(self.entries) - 1
-        for i, ((m, row, q, pair, u), memo) in enumerate(zip(self.entries, self.memo, strict=True)):
+        for i, ((m, row, q, pair), memo) in enumerate(zip(self.entries, self.memo, strict=True)):
             if pair < 0:
-                rows.append((row, 0, -1, 1, a, a, 0))
+                rows.append((row, 0, -1, 1, a, a))
             else:
                 stack, post = m._stack, m._post
                 b = a
-                if u >= 0:
+                if has_marks[pair]:
                     top = _top_list(stack, _STACK_VIEW)
                     tops += top
                     b += len(top)
-                rows.append((row, q, pair, int(m._accepts_end(q, stack, post)), a, b, u))
+                rows.append((row, q, pair, int(m._accepts_end(q, stack, post)), a, b))
                 a = b
                 m._mask = memo
                 m._mask_key = (q, stack, post)
@@ -257,12 +247,15 @@ class _Group:
                 _publish(self.ctl, _READY, published)
 
     def finish(self, bitmask: np.ndarray) -> None:
-        """What ``fill_mask`` does after its compiled check where the kernel left classes undecided (deep
-        stacks): the Python fallback, then the memo row again."""
+        """The rows where the kernel left classes undecided (stacks deeper than it was given), as ``fill_mask``
+        makes them (its compiled check, then Python), and their memo rows again."""
+        view = self.view
         for i in np.flatnonzero(self.n_unknown).tolist():
-            m, row, _, _, u = self.entries[i]
+            m, row, q, _ = self.entries[i]
             mask = bitmask[row]
-            m._add_unknown_classes(mask, m._stack, self.unknown[u : u + self.n_unknown[i]])
+            m._table_mask(mask, q, m._stack)
+            if self.plan[i, _EOS]:
+                mask[view.eos_words] |= view.eos_bits
             self.memo[i] = mask
 
 
