@@ -160,116 +160,128 @@ os.register_at_fork(after_in_child=_new_pool)
 
 
 class _Group:
-    """The matchers of one engine whose rows the kernel fills: checked by :meth:`add`, then :meth:`prepare`,
-    :meth:`run` (this thread plans the rows and fills them, pool threads fill them with :meth:`help`) and
-    :meth:`finish` (Python's part)."""
+    """The rows of one engine's matchers: :meth:`add` plans each (top stack states, EOS) and publishes them
+    ``chunk`` at a time to the pool threads, which fill them meanwhile (:meth:`help`); :meth:`fill` fills what
+    is left on this thread; :meth:`finish` is Python's part."""
 
-    def __init__(self, view: MatcherView):
+    def __init__(self, view: MatcherView, bitmask: np.ndarray, capacity: int, chunk: int):
         self.view = view
-        self.entries: list[tuple[Matcher, int, int, int]] = []  # per matcher: it, its bitmask row, lexer state, pair
-
-    def add(self, m: Matcher, row: int, q: int) -> None:
-        """Take matcher ``m`` (in lexer state ``q``) into bitmask row ``row``.
-
-        Raises :class:`MatcherStateError` as ``fill_mask`` does when no mask table covers the state.
-        """
-        if q == _TERMINATED:
-            self.entries.append((m, row, 0, -1))
-            return
-        view = self.view
-        pair = (view.pair_index[q] or view.pairs(q))[m._stack[0]]
-        if pair < 0:
-            raise MatcherStateError(f"internal error: no mask table for lexer state {q} with LR state {m._stack[0]}")
-        self.entries.append((m, row, q, pair))
-
-    def prepare(self, bitmask: np.ndarray) -> None:
-        """The kernel's arrays (its tables as they are now: they hold every pair :meth:`add` looked up)."""
-        n = len(self.entries)
+        self.entries: list[tuple[Matcher, int, int]] = []  # per plan row: the matcher, its lexer state and pair
+        self.chunk = chunk
         self.ctl = np.zeros(5, dtype=np.int64)
-        self.plan = np.empty((n, 6), dtype=np.int64)
-        self.states = np.empty(n * _STACK_VIEW, dtype=np.int32)
-        self.n_unknown = np.zeros(n, dtype=np.int64)
-        self.memo = np.empty((n, bitmask.shape[1]), dtype=np.int32)
-        self.args = (bitmask, self.plan, self.states, self.n_unknown, self.memo, self.view.fill_args)
+        self.plan = np.empty((capacity, 6), dtype=np.int64)
+        self.states = np.empty(capacity * _STACK_VIEW, dtype=np.int32)
+        self.n_unknown = np.zeros(capacity, dtype=np.int64)
+        self.memo = np.empty((capacity, bitmask.shape[1]), dtype=np.int32)
+        # The tables as they are now hold every pair looked up before (tables only grow).
+        self.args = (bitmask, self.plan, self.states, self.n_unknown, self.memo, view.fill_args)
         self.planned = threading.Event()
+        self._rows: list[tuple[int, ...]] = []
+        self._tops: list[int] = []
+        self._n_states = 0
+
+    def add(self, m: Matcher, row: int, q: int, pair: int) -> None:
+        """Plan matcher ``m``'s row ``row`` (lexer state ``q``, ``pair`` from :func:`_pairs`) and give the matcher
+        its memo row (filled by the kernel, and by :meth:`finish` where Python decides classes)."""
+        a = self._n_states
+        if pair < 0:
+            self._rows.append((row, 0, -1, 1, a, a))
+        else:
+            stack, post = m._stack, m._post
+            if self.view.pair_has_marks[pair]:
+                top = _top_list(stack, _STACK_VIEW)
+                self._tops += top
+                self._n_states += len(top)
+            self._rows.append((row, q, pair, int(m._accepts_end(q, stack, post)), a, self._n_states))
+            m._mask = self.memo[len(self.entries)]
+            m._mask_key = (q, stack, post)
+        self.entries.append((m, q, pair))
+        if len(self._rows) == self.chunk:
+            self._publish()
+
+    def _publish(self) -> None:
+        """Hand the rows planned since the last time to the filling threads."""
+        n, b = len(self.entries), self._n_states
+        self.plan[n - len(self._rows) : n] = self._rows
+        self.states[b - len(self._tops) : b] = self._tops
+        self._rows, self._tops = [], []
+        _publish(self.ctl, _READY, n)
 
     def help(self) -> None:
-        """Fill rows as they are published until none is left (a pool thread's part of :meth:`run`)."""
+        """Fill rows as they are published until none is left (a pool thread's part)."""
         if not _work(self.ctl, _SPIN_ROWS, *self.args):
             self.planned.wait()
             _work(self.ctl, _SPIN_ROWS, *self.args)
 
-    def run(self, helpers: int) -> None:
-        """Plan the rows (top stack states, EOS) and publish them ``_CHUNK`` at a time to the ``helpers`` pool
-        threads that fill them meanwhile (all at once without helpers); then fill what is left."""
+    def fill(self, failed: bool = False) -> None:
+        """Publish the last rows (none if planning ``failed``: then the matchers forget the memo rows they were
+        given), fill what is left on this thread and wait for the rows pool threads took."""
+        if failed:
+            for m, _, _ in self.entries:
+                m._mask_key = None
+        elif self._rows:
+            self._publish()
         ctl = self.ctl
-        if helpers:
-            _wait(ctl, _STARTED, helpers, _SPIN_START)  # no GIL held meanwhile: the pool threads can enter
-        try:
-            self._plan(_CHUNK if helpers else max(len(self.entries), 1))
-        except BaseException:
-            for m, *_ in self.entries:
-                m._mask_key = None  # the memo rows _plan gave them may never be filled
-            raise
-        finally:
-            _publish(ctl, _DONE, 1)
-            self.planned.set()
-            _work(ctl, _SPIN_ROWS, *self.args)
-            while not _wait(ctl, _FILLED, ctl[_READY], _SPIN_FILLED):
-                time.sleep(_SLEEP)  # a pool thread still fills a row it took (or the OS stopped it meanwhile)
-
-    def _plan(self, chunk: int) -> None:
-        """Write the plan rows and top stack states, publishing them (``ctl[_READY]``) every ``chunk`` rows; give
-        each matcher its memo row (filled by the kernel, and by :meth:`finish` where Python decides classes)."""
-        has_marks = self.view.pair_has_marks
-        rows: list[tuple[int, ...]] = []
-        tops: list[int] = []
-        a = published = 0
-        last = len(self.entries) - 1
-        for i, ((m, row, q, pair), memo) in enumerate(zip(self.entries, self.memo, strict=True)):
-            if pair < 0:
-                rows.append((row, 0, -1, 1, a, a))
-            else:
-                stack, post = m._stack, m._post
-                b = a
-                if has_marks[pair]:
-                    top = _top_list(stack, _STACK_VIEW)
-                    tops += top
-                    b += len(top)
-                rows.append((row, q, pair, int(m._accepts_end(q, stack, post)), a, b))
-                a = b
-                m._mask = memo
-                m._mask_key = (q, stack, post)
-            if len(rows) == chunk or i == last:
-                self.plan[published : i + 1] = rows
-                self.states[a - len(tops) : a] = tops
-                rows, tops, published = [], [], i + 1
-                _publish(self.ctl, _READY, published)
+        _publish(ctl, _DONE, 1)
+        self.planned.set()
+        _work(ctl, _SPIN_ROWS, *self.args)
+        while not _wait(ctl, _FILLED, ctl[_READY], _SPIN_FILLED):
+            time.sleep(_SLEEP)  # a pool thread still fills a row it took (or the OS stopped it meanwhile)
 
     def finish(self, bitmask: np.ndarray) -> None:
         """The rows where the kernel left classes undecided (stacks deeper than it was given), as ``fill_mask``
         makes them (its compiled check, then Python), and their memo rows again."""
         view = self.view
         for i in np.flatnonzero(self.n_unknown).tolist():
-            m, row, q, _ = self.entries[i]
-            mask = bitmask[row]
+            m, q, _ = self.entries[i]
+            mask = bitmask[self.plan[i, _ROW]]
             m._table_mask(mask, q, m._stack)
             if self.plan[i, _EOS]:
                 mask[view.eos_words] |= view.eos_bits
             self.memo[i] = mask
 
 
-def _help(prepared: threading.Event, groups: list[_Group]) -> None:
-    """A pool thread's part of one call: once the groups are prepared, help fill each."""
-    prepared.wait()
+def _help(groups: list[_Group], started: threading.Event) -> None:
+    """A pool thread's part of one call: help fill each group, the first as soon as there is one."""
+    started.wait()
     for group in groups:
         group.help()
+
+
+def _pairs(matchers: Sequence[Matcher], bitmask: np.ndarray) -> list[int]:
+    """Each matcher's pair of lexer state and top LR state (-1 after EOS), its state's tables built first if need be.
+
+    Raises :class:`ConfigurationError` if ``bitmask``'s rows are not as wide as a matcher's vocabulary needs, and
+    :class:`MatcherStateError` as ``fill_mask`` does when no mask table covers a state it would look up.
+    """
+    out = []
+    view = None
+    for m in matchers:
+        if m._rt is not view:  # a batch's matchers mostly share one grammar: one check for a run of them
+            view = m._rt
+            if bitmask.shape[1] != view.n_words:
+                raise ConfigurationError(f"bitmask rows have {bitmask.shape[1]} words, expected {view.n_words} for "
+                                         f"{m.compiled.vocab.n_logits} logits")
+        q = m._lexstate
+        if q == _TERMINATED:
+            out.append(-1)
+            continue
+        pair = (view.pair_index[q] or view.pairs(q))[m._stack[0]]
+        if pair < 0 and not (m._memo_valid() or _counted_near(m)):
+            raise MatcherStateError(f"internal error: no mask table for lexer state {q} with LR state {m._stack[0]}")
+        out.append(pair)
+    return out
+
+
+def _counted_near(m: Matcher) -> bool:
+    """Whether ``m`` is in a counted lexeme near its level's end (its mask is several levels' masks, in Python)."""
+    return m._counting is not None and m._counting.near(m._lexstate, m._post)
 
 
 def _check_args(matchers: Sequence[Matcher], bitmask: np.ndarray, indices: Sequence[int] | None,
                 threads: int) -> list[int]:
     """The row of each matcher; :class:`ConfigurationError` for the argument errors :func:`fill_masks` names (but
-    the rows' width, :func:`_check_width`)."""
+    the rows' width, :func:`_pairs`)."""
     if not isinstance(bitmask, np.ndarray) or bitmask.ndim != 2 or bitmask.dtype != np.int32:
         raise ConfigurationError("bitmask must be a 2-D int32 NumPy array (rows of mask words)")
     if not bitmask.flags.writeable:
@@ -296,13 +308,6 @@ def _check_args(matchers: Sequence[Matcher], bitmask: np.ndarray, indices: Seque
     return rows
 
 
-def _check_width(bitmask: np.ndarray, m: Matcher) -> None:
-    """:class:`ConfigurationError` unless ``bitmask``'s rows are as wide as ``m``'s vocabulary needs."""
-    width, words = bitmask.shape[1], m._rt.n_words
-    if width != words:
-        raise ConfigurationError(f"bitmask rows have {width} words, expected {words} for {m.compiled.vocab.n_logits} logits")
-
-
 def fill_masks(matchers: Sequence[Matcher], bitmask: np.ndarray, indices: Sequence[int] | None = None, *,
                threads: int = 1) -> None:
     """Fill row ``indices[i]`` (row ``i`` without ``indices``) of ``bitmask`` as ``matchers[i].fill_mask`` would.
@@ -323,42 +328,45 @@ def fill_masks(matchers: Sequence[Matcher], bitmask: np.ndarray, indices: Sequen
     """
     rows = _check_args(matchers, bitmask, indices, threads)
     helpers = max(0, min(threads, len(matchers)) - 1)
-    # Pool threads are woken first, so that they are ready when the rows are; they wait for the groups.
-    prepared, ready = threading.Event(), []
+    started, groups = threading.Event(), []  # pool threads are woken first, so that they are ready when rows are
     if helpers:
-        _pool.run(lambda: _help(prepared, ready), helpers)
-    groups: dict[int, _Group] = {}
+        _pool.run(lambda: _help(groups, started), helpers)
+    try:
+        pairs = _pairs(matchers, bitmask)
+    except BaseException:
+        started.set()
+        raise
+    by_view: dict[int, _Group] = {}
     memo: list[tuple[Matcher, int]] = []
     own: list[tuple[Matcher, int]] = []
     budgeted: list[tuple[Matcher, int]] = []
-    view = None
+    failed = True
     try:
-        for m, row in zip(matchers, rows, strict=True):
-            if m._rt is not view:  # a batch's matchers mostly share one grammar: one check for a run of them
-                _check_width(bitmask, m)
-                view = m._rt
+        for m, row, pair in zip(matchers, rows, pairs, strict=True):
             q = m._lexstate
             if q != _TERMINATED:
                 if m._budget is not None:
                     budgeted.append((m, row))
-                if m._memo_valid():
+                if m._memo_valid():  # also a matcher named twice, planned before
                     memo.append((m, row))
                     continue
-                if m._counting is not None and m._counting.near(q, m._post):
-                    own.append((m, row))  # a counted lexeme near its level's end: several levels' masks, in Python
+                if _counted_near(m):
+                    own.append((m, row))
                     continue
-            group = groups.get(id(view))
+            group = by_view.get(id(m._rt))
             if group is None:
-                group = groups[id(view)] = _Group(view)
-            group.add(m, row, q)
-        for group in groups.values():
-            group.prepare(bitmask)
-        ready += groups.values()
+                group = by_view[id(m._rt)] = _Group(m._rt, bitmask, len(matchers), _CHUNK if helpers else len(matchers))
+                groups.append(group)
+                if helpers and len(groups) == 1:
+                    started.set()
+                    _wait(group.ctl, _STARTED, helpers, _SPIN_START)  # no GIL held meanwhile: pool threads enter
+            group.add(m, row, q, pair)
+        failed = False
     finally:
-        prepared.set()
-    for group in groups.values():
-        group.run(helpers)
-    for group in groups.values():
+        started.set()
+        for group in groups:
+            group.fill(failed)
+    for group in groups:
         group.finish(bitmask)
     for m, row in memo:
         bitmask[row] = m._mask
