@@ -1,4 +1,5 @@
-"""``grammask.atomics``: atomic adds, loads, stores and compare-and-swaps on int64 cells from nogil kernels."""
+"""``grammask.atomics``: atomic adds, loads, stores and compare-and-swaps on int64 cells from nogil kernels, and the
+CPU yield of a spinning thread."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ import numba as nb
 import numpy as np
 import pytest
 
-from grammask.atomics import atomic_add, atomic_cas, atomic_load, atomic_store
+from grammask.atomics import atomic_add, atomic_cas, atomic_load, atomic_store, yield_cpu
 
 
 @nb.njit(nogil=True)
@@ -60,3 +61,22 @@ def test_other_arrays_refused():
 
     with pytest.raises(nb.errors.TypingError):
         load(np.zeros(2, dtype=np.int32))
+
+
+@nb.njit(nogil=True)
+def _wait_for(cells, target):
+    """Spin until cell 0 reaches ``target``, yielding the CPU between polls; the polls it took."""
+    polls = 0
+    while atomic_load(cells, 0) < target:
+        polls += 1
+        yield_cpu()
+    return polls
+
+
+def test_a_yielding_spinner_sees_another_threads_store():
+    cells = np.zeros(1, dtype=np.int64)
+    _wait_for(np.ones(1, dtype=np.int64), 1)  # compiled before the thread starts
+    writer = threading.Timer(0.01, lambda: _steps(cells))
+    writer.start()
+    assert _wait_for(cells, 5) > 0
+    writer.join()

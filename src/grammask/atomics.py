@@ -1,4 +1,5 @@
-"""Atomic operations on the cells of an int64 NumPy array, for ``nogil`` Numba kernels that share work.
+"""Atomic operations on the cells of an int64 NumPy array, for ``nogil`` Numba kernels that share work, and a
+CPU yield for threads that spin on them.
 
 Each one is sequentially consistent: what a thread wrote before an atomic store (or add, or a successful
 compare-and-swap) is seen by another thread that reads the new value with :func:`atomic_load`.
@@ -7,6 +8,7 @@ compare-and-swap) is seen by another thread that reads the new value with :func:
 from __future__ import annotations
 
 import numba as nb
+from llvmlite import ir
 from numba.core import cgutils, types
 from numba.extending import intrinsic
 
@@ -66,3 +68,15 @@ def atomic_cas(typingctx, array, index, expected, value):
         return builder.extract_value(pair, 0)
 
     return types.int64(array, types.intp, types.int64, types.int64), codegen
+
+
+@intrinsic
+def yield_cpu(typingctx):
+    """Let another thread that is ready run on this CPU (``sched_yield``), for a thread that spins on a cell."""
+
+    def codegen(context, builder, signature, args):
+        function = cgutils.get_or_insert_function(builder.module, ir.FunctionType(ir.IntType(32), []), "sched_yield")
+        builder.call(function, [])
+        return context.get_dummy_value()
+
+    return types.none(), codegen

@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING
 import numba as nb
 import numpy as np
 
-from grammask.atomics import atomic_add, atomic_cas, atomic_load, atomic_store
+from grammask.atomics import atomic_add, atomic_cas, atomic_load, atomic_store, yield_cpu
 from grammask.errors import ConfigurationError, MatcherStateError
 from grammask.matcher import _STACK_VIEW, _TERMINATED, Matcher, _top_list
 from grammask.parser.kernels import add_marked_classes
@@ -46,12 +46,14 @@ _ROW, _LEX, _PAIR, _EOS, _STATES_A, _STATES_B = range(6)
 _READY, _NEXT, _DONE, _FILLED, _STARTED = range(5)
 # Rows planned between two publications to the threads already filling (a row takes a few microseconds to plan).
 _CHUNK = 8
-# Polls of the control array (a few nanoseconds each) a thread spins before it gives up waiting: a pool thread
-# for rows to fill (~0.4 ms; then it sleeps until planning is done), the caller for pool threads to start (~0.1 ms)
-# and to finish their last rows (~1 ms at a time).
-_SPIN_ROWS = 1 << 17
-_SPIN_START = 1 << 15
-_SPIN_FILLED = 1 << 18
+# Polls of the control array a thread spins before it gives up waiting, letting another thread ready on its CPU run
+# every ``_YIELD_EVERY`` polls (about 20 ns a poll on a quiet machine): a pool thread for rows to fill (~0.3 ms; then
+# it sleeps until planning is done), the caller for pool threads to start (~0.1 ms) and to finish their last rows
+# (~1 ms at a time).
+_YIELD_EVERY = 32
+_SPIN_ROWS = 1 << 14
+_SPIN_START = 1 << 12
+_SPIN_FILLED = 1 << 16
 _SLEEP = 1e-4
 
 
@@ -107,14 +109,18 @@ def _work(ctl, spin, bitmask, plan, states, n_unknown, memo, tables):
             idle += 1
             if idle > spin:
                 return False
+            if idle % _YIELD_EVERY == 0:
+                yield_cpu()  # on a busy machine the thread that plans the rows may be waiting for this CPU
 
 
 @nb.njit(cache=True, nogil=True)
 def _wait(ctl, cell, target, spin):
     """Whether ``ctl[cell]`` reached ``target`` within ``spin`` polls (the GIL is released meanwhile)."""
-    for _ in range(spin):
+    for k in range(spin):
         if atomic_load(ctl, cell) >= target:
             return True
+        if k % _YIELD_EVERY == _YIELD_EVERY - 1:
+            yield_cpu()
     return atomic_load(ctl, cell) >= target
 
 
