@@ -9,7 +9,13 @@ import numba as nb
 import numpy as np
 import pytest
 
-from grammask.atomics import atomic_add, atomic_cas, atomic_load, atomic_store, yield_cpu
+from grammask.atomics import (
+    atomic_add,
+    atomic_cas,
+    atomic_load,
+    atomic_store,
+    yield_cpu,
+)
 
 
 @nb.njit(nogil=True)

@@ -30,7 +30,13 @@ from typing import TYPE_CHECKING
 import numba as nb
 import numpy as np
 
-from grammask.atomics import atomic_add, atomic_cas, atomic_load, atomic_store, yield_cpu
+from grammask.atomics import (
+    atomic_add,
+    atomic_cas,
+    atomic_load,
+    atomic_store,
+    yield_cpu,
+)
 from grammask.errors import ConfigurationError, MatcherStateError
 from grammask.matcher import _STACK_VIEW, _TERMINATED, Matcher, _top_list
 from grammask.parser.kernels import add_marked_classes
