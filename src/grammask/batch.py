@@ -1,19 +1,20 @@
 """Masks for many matchers in one call, filled in native code with the GIL released.
 
 :func:`fill_masks` writes, for every matcher, exactly the row its own ``fill_mask`` would write.
-Python first sorts the matchers (a matcher whose state has not changed since its last mask reuses it)
-and looks up each one's pair of lexer state and top LR state, so every error comes before anything
-is written. Then, per compiled grammar, it plans the rows one by one (the stack's top states when the
-pair has stack-dependent classes, the EOS decision) and publishes them a few at a time, while ``n - 1``
-pool threads (``threads=n``, woken at the start of the call) already fill them in a ``nogil`` Numba
-kernel: each thread takes the next published row with an atomic compare-and-swap
-(:mod:`grammask.atomics`) and copies the pair's precomputed mask, checks its marked classes against
-the stack, adds EOS and copies the row into the matcher's memo. When planning ends the calling thread
-fills too. The pool threads never need the GIL between rows (they enter the kernel once, while the
-caller waits for them without the GIL, and spin there for the next rows), so a hand-over never waits
-for the interpreter's switch interval; a pool thread that the OS starts late takes fewer rows or none,
-and no row waits for it. What the kernel cannot decide (classes that reduce below the top states it
-was given) and the token budgets are finished per row in Python afterwards, as ``fill_mask`` does.
+Python first checks the arguments and looks up each matcher's pair of lexer state and top LR state
+(building the state's tables if need be), so every error comes before anything is written. Then it
+goes through the matchers once: a matcher whose state has not changed since its last mask reuses it;
+the others' rows are planned (the stack's top states when the pair has stack-dependent classes, the
+EOS decision) and published a few at a time, per compiled grammar, while ``n - 1`` pool threads
+(``threads=n``, woken at the start of the call) already fill them in a ``nogil`` Numba kernel: a
+thread takes the next published row by an atomic compare-and-swap (:mod:`grammask.atomics`), copies
+the pair's precomputed mask, adds the marked classes the stack accepts and EOS, and copies the row
+into the matcher's memo. When planning ends the calling thread fills too. A pool thread needs the GIL
+only to enter the kernel (the caller waits for that without holding it) and then spins there for the
+next rows, so no hand-over waits for the interpreter's switch interval; spinning threads yield their
+CPU now and then, and a pool thread that the OS starts late takes fewer rows or none: no row waits
+for it. Rows the kernel cannot decide (classes that reduce below the top states it was given) are
+made again afterwards as ``fill_mask`` makes them, and token budgets are applied per row in Python.
 The memo rows of one call are rows of one array: a matcher kept after the others are gone keeps it.
 """
 
