@@ -25,15 +25,25 @@ def _check(array) -> None:
         raise nb.errors.TypingError("atomics work on the cells of a 1-D int64 array")
 
 
-@intrinsic
-def atomic_add(typingctx, array, index, value):
-    """``array[index] += value`` as one atomic step; the value before."""
-    _check(array)
+def _read_modify_write(name: str, operation: str, doc: str):
+    """An intrinsic ``f(array, index, value)`` that applies LLVM's atomic ``operation`` to ``array[index]`` and
+    ``value`` and returns the value before."""
 
-    def codegen(context, builder, signature, args):
-        return builder.atomic_rmw("add", _cell(context, builder, signature, args), args[2], "seq_cst")
+    def typer(typingctx, array, index, value):
+        _check(array)
 
-    return types.int64(array, types.intp, types.int64), codegen
+        def codegen(context, builder, signature, args):
+            return builder.atomic_rmw(operation, _cell(context, builder, signature, args), args[2], "seq_cst")
+
+        return types.int64(array, types.intp, types.int64), codegen
+
+    typer.__name__ = typer.__qualname__ = name
+    typer.__doc__ = doc
+    return intrinsic(typer)
+
+
+atomic_add = _read_modify_write("atomic_add", "add", "``array[index] += value`` as one atomic step; the value before.")
+atomic_store = _read_modify_write("atomic_store", "xchg", "``array[index] = value`` as one atomic step; the value before.")
 
 
 @intrinsic
@@ -45,17 +55,6 @@ def atomic_load(typingctx, array, index):
         return builder.load_atomic(_cell(context, builder, signature, args), "seq_cst", 8)
 
     return types.int64(array, types.intp), codegen
-
-
-@intrinsic
-def atomic_store(typingctx, array, index, value):
-    """``array[index] = value`` as one atomic step; the value before."""
-    _check(array)
-
-    def codegen(context, builder, signature, args):
-        return builder.atomic_rmw("xchg", _cell(context, builder, signature, args), args[2], "seq_cst")
-
-    return types.int64(array, types.intp, types.int64), codegen
 
 
 @intrinsic
