@@ -53,14 +53,14 @@ _ROW, _LEX, _PAIR, _EOS, _STATES_A, _STATES_B = range(6)
 _READY, _NEXT, _DONE, _FILLED, _STARTED = range(5)
 # Rows planned between two publications to the threads already filling (a row takes a few microseconds to plan).
 _CHUNK = 8
-# Polls of the control array (a few nanoseconds each) a thread spins before it gives up waiting: a pool thread for
+# Polls of the control array (about a nanosecond each) a thread spins before it gives up waiting: a pool thread for
 # rows to fill (~0.4 ms; then it sleeps until planning is done), the caller for pool threads to start (~0.1 ms) and
 # to finish their last rows (~1 ms at a time). Every ``_YIELD_EVERY`` polls (microseconds) a spinning thread lets
 # another thread ready on its CPU run: on a busy machine that may be the one it waits for.
-_YIELD_EVERY = 1024
-_SPIN_ROWS = 1 << 17
-_SPIN_START = 1 << 15
-_SPIN_FILLED = 1 << 18
+_YIELD_EVERY = 4096
+_SPIN_ROWS = 1 << 19
+_SPIN_START = 1 << 17
+_SPIN_FILLED = 1 << 20
 _SLEEP = 1e-4
 
 
