@@ -331,7 +331,7 @@ def fill_masks(matchers: Sequence[Matcher], bitmask: np.ndarray, indices: Sequen
     vocabulary needs; the matchers may come from different compiled grammars of that vocabulary.
     The masks are filled in native code with the GIL released, the rows split over ``threads``
     threads; the Python work per matcher (gathering its state, deciding EOS, budgets) stays on the
-    calling thread. Rows not named are left as they are (the bitmask may have more rows than matchers,
+    calling thread, while the other threads already fill the rows planned so far. Rows not named are left as they are (the bitmask may have more rows than matchers,
     as xgrammar's batched fill allows).
 
     Raises :class:`ConfigurationError` if ``bitmask`` is not a writable 2-D int32 array with rows of
