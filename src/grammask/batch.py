@@ -51,7 +51,9 @@ _ROW, _LEX, _PAIR, _EOS, _STATES_A, _STATES_B = range(6)
 # Cells of a group's control array: plan rows published, next row to take, planning done, rows filled, threads
 # that entered :func:`_work`.
 _READY, _NEXT, _DONE, _FILLED, _STARTED = range(5)
-# Rows planned between two publications to the threads already filling (a row takes a few microseconds to plan).
+# Rows planned between two publications to the threads already filling (a row takes a few microseconds to plan):
+# 2 at first, so that they start soon, then twice as many each time up to ``_CHUNK``.
+_FIRST_CHUNK = 2
 _CHUNK = 8
 # Polls of the control array (about a nanosecond each) a thread spins before it gives up waiting: a pool thread for
 # rows to fill (~0.4 ms; then it sleeps until planning is done), the caller for pool threads to start (~0.1 ms) and
@@ -174,13 +176,14 @@ os.register_at_fork(after_in_child=_new_pool)
 
 class _Group:
     """The rows of one engine's matchers: :meth:`add` plans each (top stack states, EOS) and publishes them
-    ``chunk`` at a time to the pool threads, which fill them meanwhile (:meth:`help`); :meth:`fill` fills what
-    is left on this thread; :meth:`finish` is Python's part."""
+    a few at a time to the pool threads, which fill them meanwhile (:meth:`help`) (with no pool threads, all
+    at once: ``chunk`` = ``max_chunk`` = the number of matchers); :meth:`fill` fills what is left on this
+    thread; :meth:`finish` is Python's part."""
 
-    def __init__(self, view: MatcherView, bitmask: np.ndarray, capacity: int, chunk: int):
+    def __init__(self, view: MatcherView, bitmask: np.ndarray, capacity: int, chunk: int, max_chunk: int):
         self.view = view
         self.entries: list[tuple[Matcher, int, int]] = []  # per plan row: the matcher, its lexer state and pair
-        self.chunk = chunk
+        self.chunk, self.max_chunk = chunk, max_chunk
         self.ctl = np.zeros(5, dtype=np.int64)
         self.plan = np.empty((capacity, 6), dtype=np.int64)
         self.states = np.empty(capacity * _STACK_VIEW, dtype=np.int32)
@@ -218,6 +221,7 @@ class _Group:
         self.plan[n - len(self._rows) : n] = self._rows
         self.states[b - len(self._tops) : b] = self._tops
         self._rows, self._tops = [], []
+        self.chunk = min(2 * self.chunk, self.max_chunk)
         _publish(self.ctl, _READY, n)
 
     def help(self) -> None:
@@ -368,7 +372,8 @@ def fill_masks(matchers: Sequence[Matcher], bitmask: np.ndarray, indices: Sequen
                     continue
             group = by_view.get(id(m._rt))
             if group is None:
-                group = by_view[id(m._rt)] = _Group(m._rt, bitmask, len(matchers), _CHUNK if helpers else len(matchers))
+                chunks = (_FIRST_CHUNK, _CHUNK) if helpers else (len(matchers), len(matchers))
+                group = by_view[id(m._rt)] = _Group(m._rt, bitmask, len(matchers), *chunks)
                 groups.append(group)
                 if helpers and len(groups) == 1:
                     started.set()
