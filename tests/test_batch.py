@@ -275,3 +275,20 @@ def test_error_while_planning_leaves_no_stale_memo(monkeypatch):
     got[:] = 0
     fill_masks(matchers, got, threads=2)  # the pool still works after the error
     assert (got == expected).all()
+
+
+def test_gate_holds_waiters_until_open():
+    from grammask import batch
+
+    gate = batch._Gate()
+    waiters = [threading.Thread(target=gate.wait) for _ in range(3)]
+    for t in waiters:
+        t.start()
+    waiters[0].join(0.05)
+    assert all(t.is_alive() for t in waiters)
+    gate.open()
+    gate.open()  # a second open changes nothing
+    for t in waiters:
+        t.join(5)
+    assert not any(t.is_alive() for t in waiters)
+    gate.wait()
