@@ -20,6 +20,7 @@ The memo rows of one call are rows of one array: a matcher kept after the others
 
 from __future__ import annotations
 
+import ctypes
 import operator
 import os
 import queue
@@ -164,6 +165,7 @@ class _Pool:
 
 
 _pool = _Pool()
+_sched_getcpu = getattr(ctypes.CDLL(None), "sched_getcpu", None) if hasattr(os, "sched_setaffinity") else None
 
 
 class _Gate:
@@ -281,8 +283,31 @@ class _Group:
             self.memo[i] = mask
 
 
-def _help(groups: list[_Group], started: _Gate) -> None:
-    """A pool thread's part of one call: help fill each group, the first as soon as there is one."""
+def _current_cpu() -> int:
+    """The CPU this thread runs on (-1 where the OS does not say)."""
+    return -1 if _sched_getcpu is None else _sched_getcpu()
+
+
+def _leave_cpu(cpu: int) -> None:
+    """Move this thread off CPU ``cpu`` (the caller's) if it runs there and another CPU is allowed.
+
+    A woken pool thread is often put on the CPU of the thread that woke it, even where another is idle
+    (a guest OS sees a halted virtual CPU as busy): it would then only run when the caller waits, and
+    two threads would share one CPU. Excluding the caller's CPU moves it; the full set is restored at once
+    (that does not move it back).
+    """
+    if cpu < 0 or _current_cpu() != cpu:
+        return
+    allowed = os.sched_getaffinity(0)
+    if len(allowed) > 1:
+        os.sched_setaffinity(0, allowed - {cpu})
+        os.sched_setaffinity(0, allowed)
+
+
+def _help(groups: list[_Group], started: _Gate, caller_cpu: int) -> None:
+    """A pool thread's part of one call: off the caller's CPU, help fill each group, the first as soon as there
+    is one."""
+    _leave_cpu(caller_cpu)
     started.wait()
     for group in groups:
         group.help()
@@ -371,7 +396,8 @@ def fill_masks(matchers: Sequence[Matcher], bitmask: np.ndarray, indices: Sequen
     helpers = max(0, min(threads, len(matchers)) - 1)
     started, groups = _Gate(), []  # pool threads are woken first, so that they are ready when rows are
     if helpers:
-        _pool.run(lambda: _help(groups, started), helpers)
+        cpu = _current_cpu()
+        _pool.run(lambda: _help(groups, started, cpu), helpers)
     try:
         pairs = _pairs(matchers, bitmask)
     except BaseException:
