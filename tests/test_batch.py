@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import random
 import threading
 from pathlib import Path
@@ -227,7 +228,7 @@ class _HeldPool:
     def __init__(self):
         self.held = []
 
-    def run(self, fn, n):
+    def run(self, fn, n, avoid=-1):
         self.held += [fn] * n
 
 
@@ -292,3 +293,28 @@ def test_gate_holds_waiters_until_open():
         t.join(5)
     assert not any(t.is_alive() for t in waiters)
     gate.wait()
+
+
+@pytest.mark.skipif(not hasattr(os, "sched_setaffinity") or len(os.sched_getaffinity(0)) < 2,
+                    reason="needs CPU affinity and two CPUs")
+def test_pool_threads_steered_off_the_callers_cpu_then_given_back_their_cpus():
+    from grammask import batch
+
+    allowed = os.sched_getaffinity(0)
+    cpu = min(allowed)
+    seen, go = [], threading.Event()
+
+    def thread() -> None:
+        go.wait()
+        seen.append(os.sched_getaffinity(0))
+        gate = batch._Gate()
+        gate.open()
+        batch._help([], gate, allowed)  # what a pool thread runs first
+        seen.append(os.sched_getaffinity(0))
+
+    t = threading.Thread(target=thread)
+    t.start()
+    batch._steer([t.native_id], cpu)
+    go.set()
+    t.join(5)
+    assert seen == [allowed - {cpu}, allowed]

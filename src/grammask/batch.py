@@ -20,6 +20,7 @@ The memo rows of one call are rows of one array: a matcher kept after the others
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import operator
 import os
@@ -148,18 +149,22 @@ class _Pool:
         self._queue: queue.SimpleQueue[Callable[[], None]] = queue.SimpleQueue()
         self._size = 0
         self._lock = threading.Lock()
+        self._ids: list[int] = []  # the threads' native ids
 
-    def run(self, fn: Callable[[], None], n: int) -> None:
-        """Have ``n`` pool threads run ``fn`` (each once), starting threads if fewer are there."""
+    def run(self, fn: Callable[[], None], n: int, avoid: int = -1) -> None:
+        """Have ``n`` pool threads run ``fn`` (each once), starting threads if fewer are there, steered off CPU
+        ``avoid`` (the caller's; see :func:`_steer`)."""
         if self._size < n:
             with self._lock:
                 while self._size < n:
                     threading.Thread(target=self._serve, name=f"grammask-masks-{self._size}", daemon=True).start()
                     self._size += 1
+        _steer(self._ids, avoid)
         for _ in range(n):
             self._queue.put(fn)
 
     def _serve(self) -> None:
+        self._ids.append(threading.get_native_id())
         while True:
             self._queue.get()()
 
@@ -288,26 +293,27 @@ def _current_cpu() -> int:
     return -1 if _sched_getcpu is None else _sched_getcpu()
 
 
-def _leave_cpu(cpu: int) -> None:
-    """Move this thread off CPU ``cpu`` (the caller's) if it runs there and another CPU is allowed.
+def _steer(threads: list[int], cpu: int) -> None:
+    """Keep the ``threads`` (native ids) off CPU ``cpu`` until each restores its CPUs (:func:`_help`).
 
-    A woken pool thread is often put on the CPU of the thread that woke it, even where another is idle
-    (a guest OS sees a halted virtual CPU as busy): it would then only run when the caller waits, and
-    two threads would share one CPU. Excluding the caller's CPU moves it; the full set is restored at once
-    (that does not move it back).
+    A woken thread is often put on the CPU of the thread that woke it, even where another is idle (a guest
+    OS sees a halted virtual CPU as busy): a pool thread would then only run when the caller waits, and
+    two threads would share one CPU. Barred from the caller's CPU before it is woken, it wakes on another.
     """
-    if cpu < 0 or _current_cpu() != cpu:
+    if cpu < 0:
         return
     allowed = os.sched_getaffinity(0)
     if len(allowed) > 1:
-        os.sched_setaffinity(0, allowed - {cpu})
-        os.sched_setaffinity(0, allowed)
+        for thread in threads:
+            with contextlib.suppress(OSError):  # a thread that ended
+                os.sched_setaffinity(thread, allowed - {cpu})
 
 
-def _help(groups: list[_Group], started: _Gate, caller_cpu: int) -> None:
-    """A pool thread's part of one call: off the caller's CPU, help fill each group, the first as soon as there
-    is one."""
-    _leave_cpu(caller_cpu)
+def _help(groups: list[_Group], started: _Gate, cpus: set[int] | None) -> None:
+    """A pool thread's part of one call: take back the ``cpus`` :func:`_steer` barred it from (that does not move
+    it), then help fill each group, the first as soon as there is one."""
+    if cpus is not None:
+        os.sched_setaffinity(0, cpus)
     started.wait()
     for group in groups:
         group.help()
@@ -397,7 +403,8 @@ def fill_masks(matchers: Sequence[Matcher], bitmask: np.ndarray, indices: Sequen
     started, groups = _Gate(), []  # pool threads are woken first, so that they are ready when rows are
     if helpers:
         cpu = _current_cpu()
-        _pool.run(lambda: _help(groups, started, cpu), helpers)
+        cpus = None if cpu < 0 else os.sched_getaffinity(0)
+        _pool.run(lambda: _help(groups, started, cpus), helpers, cpu)
     try:
         pairs = _pairs(matchers, bitmask)
     except BaseException:
