@@ -6,7 +6,9 @@ Python first checks the arguments and looks up each matcher's pair of lexer stat
 goes through the matchers once: a matcher whose state has not changed since its last mask reuses it;
 the others' rows are planned (the stack's top states when the pair has stack-dependent classes, the
 EOS decision) and published a few at a time, per compiled grammar, while ``n - 1`` pool threads
-(``threads=n``, woken at the start of the call) already fill them in a ``nogil`` Numba kernel: a
+(``threads=n``, woken at the start of the call, and barred from the caller's CPU before that: a guest
+OS otherwise wakes them on it even with another CPU idle, and the two threads share one CPU) already
+fill them in a ``nogil`` Numba kernel: a
 thread takes the next published row by an atomic compare-and-swap (:mod:`grammask.atomics`), copies
 the pair's precomputed mask, adds the marked classes the stack accepts and EOS, and copies the row
 into the matcher's memo. When planning ends the calling thread fills too. A pool thread needs the GIL
