@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import random
 import threading
 from pathlib import Path
@@ -219,3 +220,101 @@ def test_rows_equal_fill_mask_on_llama3():
     compiled = get_compiled("json", "llama3")
     matchers = _mid_document_matchers(compiled, get_vocab("llama3"), seed=11, n=24)
     _check(matchers, threads=2, seed=12)
+
+
+class _HeldPool:
+    """A stand-in for the batch module's pool that runs nothing until told to (threads the OS starts late)."""
+
+    def __init__(self):
+        self.held = []
+
+    def run(self, fn, n, avoid=-1):
+        self.held += [fn] * n
+
+
+def test_rows_filled_without_pool_threads_and_late_ones_write_nothing(monkeypatch):
+    from grammask import batch
+
+    pool = _HeldPool()
+    monkeypatch.setattr(batch, "_pool", pool)
+    compiled = get_compiled("json", "smollm2")
+    matchers = _mid_document_matchers(compiled, get_vocab("smollm2"), seed=21, n=30)
+    expected = _one_by_one(matchers, len(matchers), list(range(len(matchers))))
+    got = np.full_like(expected, 5)
+    fill_masks(matchers, got, threads=3)
+    assert len(pool.held) == 2
+    assert (got == expected).all()
+    got[:] = 5
+    for fn in pool.held:  # the call is over: a pool thread starting now finds nothing left to fill
+        fn()
+    assert (got == 5).all()
+
+
+def test_error_while_planning_leaves_no_stale_memo(monkeypatch):
+    compiled = get_compiled("json", "smollm2")
+    matchers = _mid_document_matchers(compiled, get_vocab("smollm2"), seed=22, n=40)
+    expected = _one_by_one(matchers, len(matchers), list(range(len(matchers))))
+    calls = []
+    original = Matcher._accepts_end
+
+    def failing(self, *args):
+        calls.append(1)
+        if len(calls) == 25:
+            raise RuntimeError("injected")
+        return original(self, *args)
+
+    monkeypatch.setattr(Matcher, "_accepts_end", failing)
+    got = np.zeros_like(expected)
+    with pytest.raises(RuntimeError, match="injected"):
+        fill_masks(matchers, got, threads=2)
+    monkeypatch.setattr(Matcher, "_accepts_end", original)
+    assert all(m._mask_key is None for m in matchers if not m.is_terminated())
+    again = np.zeros_like(expected)
+    for i, m in enumerate(matchers):
+        m.fill_mask(again[i])
+    assert (again == expected).all()
+    got[:] = 0
+    fill_masks(matchers, got, threads=2)  # the pool still works after the error
+    assert (got == expected).all()
+
+
+def test_gate_holds_waiters_until_open():
+    from grammask import batch
+
+    gate = batch._Gate()
+    waiters = [threading.Thread(target=gate.wait) for _ in range(3)]
+    for t in waiters:
+        t.start()
+    waiters[0].join(0.05)
+    assert all(t.is_alive() for t in waiters)
+    gate.open()
+    gate.open()  # a second open changes nothing
+    for t in waiters:
+        t.join(5)
+    assert not any(t.is_alive() for t in waiters)
+    gate.wait()
+
+
+@pytest.mark.skipif(not hasattr(os, "sched_setaffinity") or len(os.sched_getaffinity(0)) < 2,
+                    reason="needs CPU affinity and two CPUs")
+def test_pool_threads_steered_off_the_callers_cpu_then_given_back_their_cpus():
+    from grammask import batch
+
+    allowed = os.sched_getaffinity(0)
+    cpu = min(allowed)
+    seen, go = [], threading.Event()
+
+    def thread() -> None:
+        go.wait()
+        seen.append(os.sched_getaffinity(0))
+        gate = batch._Gate()
+        gate.open()
+        batch._help([], gate, allowed)  # what a pool thread runs first
+        seen.append(os.sched_getaffinity(0))
+
+    t = threading.Thread(target=thread)
+    t.start()
+    batch._steer([t.native_id], cpu)
+    go.set()
+    t.join(5)
+    assert seen == [allowed - {cpu}, allowed]

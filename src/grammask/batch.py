@@ -1,30 +1,47 @@
 """Masks for many matchers in one call, filled in native code with the GIL released.
 
 :func:`fill_masks` writes, for every matcher, exactly the row its own ``fill_mask`` would write.
-Python gathers each matcher's state into a plan (pair of lexer state and top LR state, the stack's
-top states when the pair has stack-dependent classes, the EOS decision; a matcher whose state has
-not changed since its last mask reuses it), then a ``nogil`` Numba kernel copies the pairs'
-precomputed masks and checks their marked classes against the stacks: one call per compiled grammar,
-or with ``threads=n`` the rows cut into shrinking pieces that the calling thread and ``n - 1`` pool
-threads take one by one. All planning is done before, so between kernel calls the threads run only a
-few lines of Python and never wait long for the GIL (planning on one thread while others filled would
-make each hand-over wait for the interpreter's switch interval, 5 ms); a pool thread that the OS
-starts late takes fewer pieces instead of holding up the call. What the kernel cannot decide
-(classes that reduce below the top states it was given), the memo and the token budgets are
-finished per row in Python afterwards, as ``fill_mask`` does.
+Python first checks the arguments and looks up each matcher's pair of lexer state and top LR state
+(building the state's tables if need be), so every error comes before anything is written. Then it
+goes through the matchers once: a matcher whose state has not changed since its last mask reuses it;
+the others' rows are planned (the stack's top states when the pair has stack-dependent classes, the
+EOS decision) and published a few at a time, per compiled grammar, while ``n - 1`` pool threads
+(``threads=n``, woken at the start of the call, and barred from the caller's CPU before that: a guest
+OS otherwise wakes them on it even with another CPU idle, and the two threads share one CPU) already
+fill them in a ``nogil`` Numba kernel: a
+thread takes the next published row by an atomic compare-and-swap (:mod:`grammask.atomics`), copies
+the pair's precomputed mask, adds the marked classes the stack accepts and EOS, and copies the row
+into the matcher's memo. When planning ends the calling thread fills too. A pool thread needs the GIL
+only to enter the kernel (the caller waits for that without holding it) and then spins there for the
+next rows, so no hand-over waits for the interpreter's switch interval; spinning threads yield their
+CPU now and then, and a pool thread that the OS starts late takes fewer rows or none: no row waits
+for it. Rows the kernel cannot decide (classes that reduce below the top states it was given) are
+made again afterwards as ``fill_mask`` makes them, and token budgets are applied per row in Python.
+The memo rows of one call are rows of one array: a matcher kept after the others are gone keeps it.
 """
 
 from __future__ import annotations
 
+import contextlib
+import ctypes
 import operator
+import os
+import queue
 import threading
+import time
 from collections.abc import Callable, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor
 from typing import TYPE_CHECKING
 
 import numba as nb
 import numpy as np
 
+from grammask.atomics import (
+    atomic_add,
+    atomic_cas,
+    atomic_load,
+    atomic_store,
+    yield_cpu,
+)
 from grammask.errors import ConfigurationError, MatcherStateError
 from grammask.matcher import _STACK_VIEW, _TERMINATED, Matcher, _top_list
 from grammask.parser.kernels import add_marked_classes
@@ -33,158 +50,318 @@ if TYPE_CHECKING:
     from grammask.engine import MatcherView
 
 # Plan columns, one plan row per matcher the kernel fills: its bitmask row, lexer state, pair (-1: terminated),
-# whether EOS is allowed, its top stack states ``states[a:b]`` (empty when the pair has no marked classes), and
-# where its undecided classes go in ``unknown``; its place in the plan (where their count goes).
-_ROW, _LEX, _PAIR, _EOS, _STATES_A, _STATES_B, _UNKNOWN, _INDEX = range(8)
+# whether EOS is allowed, its top stack states ``states[a:b]`` (empty when the pair has no marked classes).
+_ROW, _LEX, _PAIR, _EOS, _STATES_A, _STATES_B = range(6)
+# Cells of a group's control array: plan rows published, next row to take, planning done, rows filled, threads
+# that entered :func:`_work`.
+_READY, _NEXT, _DONE, _FILLED, _STARTED = range(5)
+# Rows planned between two publications to the threads already filling (a row takes a few microseconds to plan):
+# 2 at first, so that they start soon, then twice as many each time up to ``_CHUNK``.
+_FIRST_CHUNK = 2
+_CHUNK = 8
+# Polls of the control array (about a nanosecond each) a thread spins before it gives up waiting: a pool thread for
+# rows to fill (~0.4 ms; then it sleeps until planning is done), the caller for pool threads to start (~0.1 ms) and
+# to finish their last rows (~1 ms at a time). Every ``_YIELD_EVERY`` polls (microseconds) a spinning thread lets
+# another thread ready on its CPU run: on a busy machine that may be the one it waits for.
+_YIELD_EVERY = 4096
+_SPIN_ROWS = 1 << 19
+_SPIN_START = 1 << 17
+_SPIN_FILLED = 1 << 20
+_SLEEP = 1e-4
 
 
 @nb.njit(cache=True, nogil=True)
-def _fill_rows(bitmask, plan, states, unknown, n_unknown, pair_mask, pair_marks, masks, marks_ptr, marks,
-               state_span, state_class, state_lcp, state_dep, action, goto, rule_len, rule_lhs, seq_ptr, seq_terms,
-               class_follow, follow_ptr, follow_terms, follow_any, word_ptr, words, bits, eos_words, eos_bits):
-    """Fill ``bitmask[plan[i, _ROW]]`` for every plan row ``i``: the pair's mask, its marked classes the
-    stack accepts (:func:`add_marked_classes`), EOS; ``n_unknown[plan[i, _INDEX]]`` = classes left undecided."""
-    for i in range(plan.shape[0]):
-        row = bitmask[plan[i, _ROW]]
-        pair = plan[i, _PAIR]
-        n = 0
-        if pair < 0:
-            row[:] = 0
+def _fill_row(i, bitmask, plan, states, n_unknown, memo, tables):
+    """Fill ``bitmask[plan[i, _ROW]]``: the pair's mask, its marked classes the stack accepts
+    (:func:`add_marked_classes`), EOS; ``n_unknown[i]`` = classes left undecided; ``memo[i]`` = the row."""
+    (pair_mask, pair_marks, masks, marks_ptr, marks, state_span, state_class, state_lcp, state_dep, action, goto,
+     rule_len, rule_lhs, seq_ptr, seq_terms, class_follow, follow_ptr, follow_terms, follow_any, word_ptr, words, bits,
+     eos_words, eos_bits) = tables
+    row = bitmask[plan[i, _ROW]]
+    pair = plan[i, _PAIR]
+    n = 0
+    if pair < 0:
+        row[:] = 0
+    else:
+        row[:] = masks[pair_mask[pair]]
+        a, b = plan[i, _STATES_A], plan[i, _STATES_B]
+        if b > a:
+            q = plan[i, _LEX]
+            s0, s1 = state_span[q, 0], state_span[q, 1]
+            m = pair_marks[pair]
+            n = add_marked_classes(
+                row, action, goto, rule_len, rule_lhs, states[a:b], state_class[s0:s1], state_lcp[s0:s1],
+                state_dep[s0:s1], marks[marks_ptr[m] : marks_ptr[m + 1]], seq_ptr, seq_terms, class_follow,
+                follow_ptr, follow_terms, follow_any, word_ptr, words, bits, np.empty(s1 - s0, dtype=np.int32))
+    n_unknown[i] = n
+    if plan[i, _EOS]:
+        for j in range(len(eos_words)):
+            row[eos_words[j]] |= eos_bits[j]
+    if pair >= 0:
+        memo[i] = row
+
+
+@nb.njit(cache=True, nogil=True)
+def _work(ctl, spin, bitmask, plan, states, n_unknown, memo, tables):
+    """Take published plan rows one at a time (``ctl[_NEXT]``) and fill them (:func:`_fill_row`) until planning is
+    done and none is left (True), or until ``spin`` polls in a row found nothing new to take (False)."""
+    atomic_add(ctl, _STARTED, 1)
+    idle = 0
+    while True:
+        done = atomic_load(ctl, _DONE)
+        ready = atomic_load(ctl, _READY)
+        i = atomic_load(ctl, _NEXT)
+        if i < ready:
+            if atomic_cas(ctl, _NEXT, i, i + 1) == i:
+                _fill_row(i, bitmask, plan, states, n_unknown, memo, tables)
+                atomic_add(ctl, _FILLED, 1)
+                idle = 0
+        elif done:
+            return True
         else:
-            row[:] = masks[pair_mask[pair]]
-            a, b = plan[i, _STATES_A], plan[i, _STATES_B]
-            if b > a:
-                q = plan[i, _LEX]
-                s0, s1 = state_span[q, 0], state_span[q, 1]
-                m = pair_marks[pair]
-                u = plan[i, _UNKNOWN]
-                n = add_marked_classes(
-                    row, action, goto, rule_len, rule_lhs, states[a:b], state_class[s0:s1], state_lcp[s0:s1],
-                    state_dep[s0:s1], marks[marks_ptr[m] : marks_ptr[m + 1]], seq_ptr, seq_terms, class_follow,
-                    follow_ptr, follow_terms, follow_any, word_ptr, words, bits, unknown[u : u + s1 - s0])
-        n_unknown[plan[i, _INDEX]] = n
-        if plan[i, _EOS]:
-            for j in range(len(eos_words)):
-                row[eos_words[j]] |= eos_bits[j]
+            idle += 1
+            if idle > spin:
+                return False
+            if idle % _YIELD_EVERY == 0:
+                yield_cpu()  # on a busy machine the thread that plans the rows may be waiting for this CPU
 
 
-_MIN_PIECE = 4
-_pool: ThreadPoolExecutor | None = None
-_pool_size = 0
-_pool_lock = threading.Lock()
+@nb.njit(cache=True, nogil=True)
+def _wait(ctl, cell, target, spin):
+    """Whether ``ctl[cell]`` reached ``target`` within ``spin`` polls (the GIL is released meanwhile)."""
+    for k in range(spin):
+        if atomic_load(ctl, cell) >= target:
+            return True
+        if k % _YIELD_EVERY == _YIELD_EVERY - 1:
+            yield_cpu()
+    return atomic_load(ctl, cell) >= target
 
 
-def _start(fn: Callable[[], None], n: int) -> list[Future]:
-    """Run ``fn`` on ``n`` threads of a shared pool (a bigger pool replaces it when asked for more; the
-    old one ends once its work is done)."""
-    global _pool, _pool_size
-    with _pool_lock:
-        if _pool is None or _pool_size < n:
-            if _pool is not None:
-                _pool.shutdown(wait=False)
-            _pool, _pool_size = ThreadPoolExecutor(n, thread_name_prefix="grammask-masks"), n
-        return [_pool.submit(fn) for _ in range(n)]
+@nb.njit(cache=True)
+def _publish(ctl, cell, value):
+    """``ctl[cell] = value``, seen by the filling threads after everything written before it."""
+    atomic_store(ctl, cell, value)
+
+
+class _Pool:
+    """Daemon threads that run the functions put on one queue (a call wakes one with a single ``put``);
+    there are as many as the most helpers any call asked for."""
+
+    def __init__(self) -> None:
+        self._queue: queue.SimpleQueue[Callable[[], None]] = queue.SimpleQueue()
+        self._size = 0
+        self._lock = threading.Lock()
+        self._ids: list[int] = []  # the threads' native ids
+
+    def run(self, fn: Callable[[], None], n: int, avoid: int = -1) -> None:
+        """Have ``n`` pool threads run ``fn`` (each once), starting threads if fewer are there, steered off CPU
+        ``avoid`` (the caller's; see :func:`_steer`)."""
+        if self._size < n:
+            with self._lock:
+                while self._size < n:
+                    threading.Thread(target=self._serve, name=f"grammask-masks-{self._size}", daemon=True).start()
+                    self._size += 1
+        _steer(self._ids, avoid)
+        for _ in range(n):
+            self._queue.put(fn)
+
+    def _serve(self) -> None:
+        self._ids.append(threading.get_native_id())
+        while True:
+            self._queue.get()()
+
+
+_pool = _Pool()
+_sched_getcpu = getattr(ctypes.CDLL(None), "sched_getcpu", None) if hasattr(os, "sched_setaffinity") else None
+
+
+class _Gate:
+    """A one-time signal (what ``threading.Event`` does for this, at a fraction of its cost to make): threads
+    :meth:`wait` until it is :meth:`open`."""
+
+    __slots__ = ("_lock", "_open")
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._lock.acquire()
+        self._open = False
+
+    def open(self) -> None:
+        """Let every waiting thread and every later :meth:`wait` through (again: nothing)."""
+        if not self._open:
+            self._open = True
+            self._lock.release()
+
+    def wait(self) -> None:
+        """Return once the gate is open."""
+        with self._lock:
+            pass
+
+
+def _new_pool() -> None:
+    global _pool
+    _pool = _Pool()  # a forked child has none of the parent's threads
+
+
+os.register_at_fork(after_in_child=_new_pool)
 
 
 class _Group:
-    """The matchers of one engine whose rows the kernel fills: planned by :meth:`add`, then :meth:`seal`,
-    :meth:`fill` (any thread, any piece of the plan) and :meth:`finish` (the caller's thread)."""
+    """The rows of one engine's matchers: :meth:`add` plans each (top stack states, EOS) and publishes them
+    a few at a time to the pool threads, which fill them meanwhile (:meth:`help`) (with no pool threads, all
+    at once: ``chunk`` = ``max_chunk`` = the number of matchers); :meth:`fill` fills what is left on this
+    thread; :meth:`finish` is Python's part."""
 
-    def __init__(self, view: MatcherView):
+    def __init__(self, view: MatcherView, bitmask: np.ndarray, capacity: int, chunk: int, max_chunk: int):
         self.view = view
-        self.matchers: list[Matcher] = []
+        self.entries: list[tuple[Matcher, int, int]] = []  # per plan row: the matcher, its lexer state and pair
+        self.chunk, self.max_chunk = chunk, max_chunk
+        self.ctl = np.zeros(5, dtype=np.int64)
+        self.plan = np.empty((capacity, 6), dtype=np.int64)
+        self.states = np.empty(capacity * _STACK_VIEW, dtype=np.int32)
+        self.n_unknown = np.zeros(capacity, dtype=np.int64)
+        self.memo = np.empty((capacity, bitmask.shape[1]), dtype=np.int32)
+        # The tables as they are now hold every pair looked up before (tables only grow).
+        self.args = (bitmask, self.plan, self.states, self.n_unknown, self.memo, view.fill_args)
+        self.planned = _Gate()
         self._rows: list[tuple[int, ...]] = []
-        self._states: list[int] = []
+        self._tops: list[int] = []
         self._n_states = 0
-        self._n_unknown = 0
 
-    def add(self, m: Matcher, row: int) -> None:
-        """Plan matcher ``m``'s mask into bitmask row ``row``.
-
-        Raises :class:`MatcherStateError` as ``fill_mask`` does when no mask table covers the state.
-        """
-        q, stack = m._lexstate, m._stack
-        a, i = self._n_states, len(self._rows)
-        if q == _TERMINATED:
-            self._rows.append((row, 0, -1, 1, a, a, 0, i))
-            self.matchers.append(m)
-            return
-        view = self.view
-        pair = view.pairs(q)[stack[0]]
+    def add(self, m: Matcher, row: int, q: int, pair: int) -> None:
+        """Plan matcher ``m``'s row ``row`` (lexer state ``q``, ``pair`` from :func:`_pairs`) and give the matcher
+        its memo row (filled by the kernel, and by :meth:`finish` where Python decides classes)."""
+        a = self._n_states
         if pair < 0:
-            raise MatcherStateError(f"internal error: no mask table for lexer state {q} with LR state {stack[0]}")
-        if view.pair_has_marks[pair]:
-            top = _top_list(stack, _STACK_VIEW)
-            self._states += top
-            self._n_states += len(top)
-        self._rows.append((row, q, pair, int(m._accepts_end(q, stack, m._post)), a, self._n_states, self._n_unknown, i))
-        self._n_unknown += len(view.state_classes[q][0])
-        self.matchers.append(m)
+            self._rows.append((row, 0, -1, 1, a, a))
+        else:
+            stack, post = m._stack, m._post
+            if self.view.pair_has_marks[pair]:
+                top = _top_list(stack, _STACK_VIEW)
+                self._tops += top
+                self._n_states += len(top)
+            self._rows.append((row, q, pair, int(m._accepts_end(q, stack, post)), a, self._n_states))
+            m._mask = self.memo[len(self.entries)]
+            m._mask_key = (q, stack, post)
+        self.entries.append((m, q, pair))
+        if len(self._rows) == self.chunk:
+            self._publish()
 
-    def seal(self, threads: int) -> None:
-        """The plan as the kernel's arrays, cut into pieces for ``threads`` threads (one piece for one)."""
-        self.plan = np.array(self._rows, dtype=np.int64)
-        self.pieces = [self.plan[a:b] for a, b in _pieces(len(self.plan), threads)]
-        self.states = np.array(self._states, dtype=np.int32)
-        self.unknown = np.empty(self._n_unknown, dtype=np.int32)
-        self.n_unknown = np.zeros(len(self._rows), dtype=np.int64)
+    def _publish(self) -> None:
+        """Hand the rows planned since the last time to the filling threads."""
+        n, b = len(self.entries), self._n_states
+        self.plan[n - len(self._rows) : n] = self._rows
+        self.states[b - len(self._tops) : b] = self._tops
+        self._rows, self._tops = [], []
+        self.chunk = min(2 * self.chunk, self.max_chunk)
+        _publish(self.ctl, _READY, n)
 
-    def fill(self, bitmask: np.ndarray, piece: np.ndarray) -> None:
-        """Run the kernel on ``piece`` (rows of the sealed plan); the GIL is released while it runs."""
-        _fill_rows(bitmask, piece, self.states, self.unknown, self.n_unknown, *self.view.fill_args)
+    def help(self) -> None:
+        """Fill rows as they are published until none is left (a pool thread's part)."""
+        if not _work(self.ctl, _SPIN_ROWS, *self.args):
+            self.planned.wait()
+            _work(self.ctl, _SPIN_ROWS, *self.args)
+
+    def fill(self, failed: bool = False) -> None:
+        """Publish the last rows (none if planning ``failed``: then the matchers forget the memo rows they were
+        given), fill what is left on this thread and wait for the rows pool threads took."""
+        if failed:
+            for m, _, _ in self.entries:
+                m._mask_key = None
+        elif self._rows:
+            self._publish()
+        ctl = self.ctl
+        _publish(ctl, _DONE, 1)
+        self.planned.open()
+        _work(ctl, _SPIN_ROWS, *self.args)
+        while not _wait(ctl, _FILLED, ctl[_READY], _SPIN_FILLED):
+            time.sleep(_SLEEP)  # a pool thread still fills a row it took (or the OS stopped it meanwhile)
 
     def finish(self, bitmask: np.ndarray) -> None:
-        """What ``fill_mask`` does after its compiled check: the Python fallback and the memo."""
-        rows = self.plan[:, [_ROW, _PAIR, _UNKNOWN]].tolist()
-        for m, (row, pair, u), k in zip(self.matchers, rows, self.n_unknown.tolist(), strict=True):
-            if pair < 0:
-                continue
-            mask = bitmask[row]
-            if k:
-                m._add_unknown_classes(mask, m._stack, self.unknown[u : u + k])
-            m._mask = mask.copy()
-            m._mask_key = (m._lexstate, m._stack, m._post)
+        """The rows where the kernel left classes undecided (stacks deeper than it was given), as ``fill_mask``
+        makes them (its compiled check, then Python), and their memo rows again."""
+        view = self.view
+        for i in np.flatnonzero(self.n_unknown).tolist():
+            m, q, _ = self.entries[i]
+            mask = bitmask[self.plan[i, _ROW]]
+            m._table_mask(mask, q, m._stack)
+            if self.plan[i, _EOS]:
+                mask[view.eos_words] |= view.eos_bits
+            self.memo[i] = mask
 
 
-def _pieces(n: int, threads: int) -> list[tuple[int, int]]:
-    """Row ranges of ``n`` rows for ``threads`` threads: shrinking pieces (a share of what is left), so
-    threads that start late or run slow still end about together."""
-    if threads == 1:
-        return [(0, n)]
-    out, a = [], 0
-    while a < n:
-        b = min(n, a + max(_MIN_PIECE, -(-(n - a) // (2 * threads))))
-        out.append((a, b))
-        a = b
+def _current_cpu() -> int:
+    """The CPU this thread runs on (-1 where the OS does not say)."""
+    return -1 if _sched_getcpu is None else _sched_getcpu()
+
+
+def _steer(threads: list[int], cpu: int) -> None:
+    """Keep the ``threads`` (native ids) off CPU ``cpu`` until each restores its CPUs (:func:`_help`).
+
+    A woken thread is often put on the CPU of the thread that woke it, even where another is idle (a guest
+    OS sees a halted virtual CPU as busy): a pool thread would then only run when the caller waits, and
+    two threads would share one CPU. Barred from the caller's CPU before it is woken, it wakes on another.
+    """
+    if cpu < 0:
+        return
+    allowed = os.sched_getaffinity(0)
+    if len(allowed) > 1:
+        for thread in threads:
+            with contextlib.suppress(OSError):  # a thread that ended
+                os.sched_setaffinity(thread, allowed - {cpu})
+
+
+def _help(groups: list[_Group], started: _Gate, cpus: set[int] | None) -> None:
+    """A pool thread's part of one call: take back the ``cpus`` :func:`_steer` barred it from (that does not move
+    it), then help fill each group, the first as soon as there is one."""
+    if cpus is not None:
+        os.sched_setaffinity(0, cpus)
+    started.wait()
+    for group in groups:
+        group.help()
+
+
+def _pairs(matchers: Sequence[Matcher], bitmask: np.ndarray) -> list[int]:
+    """Each matcher's pair of lexer state and top LR state (-1 after EOS), its state's tables built first if need be.
+
+    Raises :class:`ConfigurationError` if ``bitmask``'s rows are not as wide as a matcher's vocabulary needs, and
+    :class:`MatcherStateError` as ``fill_mask`` does when no mask table covers a state it would look up.
+    """
+    out = []
+    view = None
+    for m in matchers:
+        if m._rt is not view:  # a batch's matchers mostly share one grammar: one check for a run of them
+            view = m._rt
+            if bitmask.shape[1] != view.n_words:
+                raise ConfigurationError(f"bitmask rows have {bitmask.shape[1]} words, expected {view.n_words} for "
+                                         f"{m.compiled.vocab.n_logits} logits")
+        q = m._lexstate
+        if q == _TERMINATED:
+            out.append(-1)
+            continue
+        pair = (view.pair_index[q] or view.pairs(q))[m._stack[0]]
+        if pair < 0 and not (m._memo_valid() or _counted_near(m)):
+            raise MatcherStateError(f"internal error: no mask table for lexer state {q} with LR state {m._stack[0]}")
+        out.append(pair)
     return out
 
 
-def _fill(groups: list[_Group], bitmask: np.ndarray, threads: int) -> None:
-    """Run the kernel on every group's pieces: this thread and ``threads - 1`` pool threads take the next
-    piece as they get free (a thread the OS starts late takes fewer, or none)."""
-    work = iter([(group, piece) for group in groups for piece in group.pieces])  # next() is atomic under the GIL
-
-    def drain() -> None:
-        for group, piece in work:
-            group.fill(bitmask, piece)
-
-    futures = _start(drain, threads - 1) if threads > 1 else []
-    drain()
-    for f in futures:
-        if not f.cancel():  # a pool thread not started by now has nothing left to do: no waiting for it
-            f.result()
+def _counted_near(m: Matcher) -> bool:
+    """Whether ``m`` is in a counted lexeme near its level's end (its mask is several levels' masks, in Python)."""
+    return m._counting is not None and m._counting.near(m._lexstate, m._post)
 
 
 def _check_args(matchers: Sequence[Matcher], bitmask: np.ndarray, indices: Sequence[int] | None,
                 threads: int) -> list[int]:
-    """The row of each matcher; :class:`ConfigurationError` for the argument errors :func:`fill_masks` names."""
+    """The row of each matcher; :class:`ConfigurationError` for the argument errors :func:`fill_masks` names (but
+    the rows' width, :func:`_pairs`)."""
     if not isinstance(bitmask, np.ndarray) or bitmask.ndim != 2 or bitmask.dtype != np.int32:
         raise ConfigurationError("bitmask must be a 2-D int32 NumPy array (rows of mask words)")
     if not bitmask.flags.writeable:
         raise ConfigurationError("bitmask is read-only")
     if not isinstance(threads, int) or threads < 1:
         raise ConfigurationError(f"threads must be a positive int, got {threads!r}")
-    n_rows, width = bitmask.shape
+    n_rows = bitmask.shape[0]
     if indices is None:
         if n_rows < len(matchers):
             raise ConfigurationError(f"bitmask has {n_rows} rows for {len(matchers)} matchers")
@@ -201,10 +378,6 @@ def _check_args(matchers: Sequence[Matcher], bitmask: np.ndarray, indices: Seque
             raise ConfigurationError(f"row index {bad[0]} is out of range for a bitmask of {n_rows} rows")
         if len(set(rows)) != len(rows):
             raise ConfigurationError("indices name the same row twice")
-    for m in matchers:
-        words = m._rt.n_words
-        if width != words:
-            raise ConfigurationError(f"bitmask rows have {width} words, expected {words} for {m.compiled.vocab.n_logits} logits")
     return rows
 
 
@@ -218,8 +391,9 @@ def fill_masks(matchers: Sequence[Matcher], bitmask: np.ndarray, indices: Sequen
     vocabulary needs; the matchers may come from different compiled grammars of that vocabulary.
     The masks are filled in native code with the GIL released, the rows split over ``threads``
     threads; the Python work per matcher (gathering its state, deciding EOS, budgets) stays on the
-    calling thread. Rows not named are left as they are (the bitmask may have more rows than matchers,
-    as xgrammar's batched fill allows).
+    calling thread, while the other threads already fill the rows planned so far. Rows not named
+    are left as they are (the bitmask may have more rows than matchers, as xgrammar's batched fill
+    allows).
 
     Raises :class:`ConfigurationError` if ``bitmask`` is not a writable 2-D int32 array with rows of
     the vocabulary's width, if without ``indices`` it has fewer rows than matchers, if ``indices``
@@ -227,31 +401,53 @@ def fill_masks(matchers: Sequence[Matcher], bitmask: np.ndarray, indices: Sequen
     :class:`MatcherStateError` as ``fill_mask`` does. Either comes before anything is written.
     """
     rows = _check_args(matchers, bitmask, indices, threads)
-    threads = max(1, min(threads, len(matchers)))
-    groups: dict[int, _Group] = {}
+    helpers = max(0, min(threads, len(matchers)) - 1)
+    started, groups = _Gate(), []  # pool threads are woken first, so that they are ready when rows are
+    if helpers:
+        cpu = _current_cpu()
+        cpus = None if cpu < 0 else os.sched_getaffinity(0)
+        _pool.run(lambda: _help(groups, started, cpus), helpers, cpu)
+    try:
+        pairs = _pairs(matchers, bitmask)
+    except BaseException:
+        started.open()
+        raise
+    by_view: dict[int, _Group] = {}
     memo: list[tuple[Matcher, int]] = []
     own: list[tuple[Matcher, int]] = []
-    for m, row in zip(matchers, rows, strict=True):
-        if m._lexstate != _TERMINATED and m._memo_valid():
-            memo.append((m, row))
-            continue
-        if m._counting is not None and m._lexstate != _TERMINATED and m._counting.near(m._lexstate, m._post):
-            own.append((m, row))  # a counted lexeme near its level's end: several levels' masks, in Python
-            continue
-        engine = m.compiled._engine
-        group = groups.get(id(engine))
-        if group is None:
-            group = groups[id(engine)] = _Group(engine.view)
-        group.add(m, row)
-    for group in groups.values():
-        group.seal(threads)
-    _fill(list(groups.values()), bitmask, threads)
-    for group in groups.values():
+    budgeted: list[tuple[Matcher, int]] = []
+    failed = True
+    try:
+        for m, row, pair in zip(matchers, rows, pairs, strict=True):
+            q = m._lexstate
+            if q != _TERMINATED:
+                if m._budget is not None:
+                    budgeted.append((m, row))
+                if m._memo_valid():  # also a matcher named twice, planned before
+                    memo.append((m, row))
+                    continue
+                if _counted_near(m):
+                    own.append((m, row))
+                    continue
+            group = by_view.get(id(m._rt))
+            if group is None:
+                chunks = (_FIRST_CHUNK, _CHUNK) if helpers else (len(matchers), len(matchers))
+                group = by_view[id(m._rt)] = _Group(m._rt, bitmask, len(matchers), *chunks)
+                groups.append(group)
+                if helpers and len(groups) == 1:
+                    started.open()
+                    _wait(group.ctl, _STARTED, helpers, _SPIN_START)  # no GIL held meanwhile: pool threads enter
+            group.add(m, row, q, pair)
+        failed = False
+    finally:
+        started.open()
+        for group in groups:
+            group.fill(failed)
+    for group in groups:
         group.finish(bitmask)
     for m, row in memo:
         bitmask[row] = m._mask
     for m, row in own:
         m.fill_mask(bitmask[row])  # budgets are not built for counted terminals: nothing more to restrict
-    for m, row in zip(matchers, rows, strict=True):
-        if m._budget is not None and m._lexstate != _TERMINATED:
-            m._budget.restrict(bitmask[row], m._lexstate, m._stack, len(m._history), m._post)
+    for m, row in budgeted:
+        m._budget.restrict(bitmask[row], m._lexstate, m._stack, len(m._history), m._post)
