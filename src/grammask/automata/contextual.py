@@ -22,6 +22,14 @@ next lexeme may start in any of the modes of its shift targets (``branch_start``
 matcher picks the one of the LR state it reaches, and the vocabulary walk lexes them side by side
 (:mod:`grammask.contextual_walk`).
 
+**First match.** Lark's lexer cuts from a terminal the strings an earlier regex preempts
+(:mod:`grammask.automata.first_match`), but each of Lark's per-state scanners does so only by the cutters it has
+(those the state accepts, and ignored ones). Where some state lacks one, the modes are cut from the DFA of the uncut
+terminals with, as extra match columns standing for the cut terminal, one variant of it per set of its cutters some
+state has (:func:`~grammask.automata.lexer.variant_rows`); each mode keeps its own set's column. Shadows are taken on
+the uncut languages: a variant shadows no more than its uncut terminal, so a terminal a mode keeps shadows nothing its
+state accepts.
+
 **Trailing context.** A terminal whose lookahead reaches past its lexeme (``'(?!'')``) is a match only
 before some bytes. The basic lexer is built so that those bytes always extend the lexeme
 (:func:`~grammask.automata.lexer.check_trailing_context`); a mode that drops the terminal that extends it
