@@ -113,7 +113,7 @@ def _base(lexer: LexerAutomaton, accepts: np.ndarray, deadline: Deadline) -> _Ba
         return None
     deadline.check("the contextual lexer's modes")
     variants = sorted(columns, key=columns.__getitem__)
-    trans, matches = variant_rows(lexer, [(k, c) for k, c in variants], deadline)
+    trans, matches = variant_rows(lexer, variants, deadline)
     choose = np.hstack([chosen, np.zeros((len(accepts), len(variants)), dtype=bool)])
     for _, col in picks:
         extra = np.flatnonzero(col >= n_terms)
