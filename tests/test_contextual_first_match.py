@@ -15,8 +15,8 @@ import pytest
 from conftest import get_vocab, skip_module_without_syncode
 from contextual_oracle import ContextualOracle
 from lark import Lark
-from lark.exceptions import LarkError
 from mask_check import check_cuts
+from test_contextual import _compiled, _grammask_accepts, _lark_accepts
 
 from grammask import Grammar, compile
 from grammask.automata.lexer import build_lexer
@@ -47,26 +47,6 @@ QUERY_DOCS = [
     ("select distincta b from t", True),
     ("select distincta from t", True),
 ]
-
-
-def _compiled(text: str, vocab_name: str):
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        grammar = Grammar.from_lark(text, lexer="contextual")
-        return grammar, compile(grammar, get_vocab(vocab_name), cache=False)
-
-
-def _lark_accepts(parser: Lark, text: str) -> bool:
-    try:
-        parser.parse(text)
-    except LarkError:
-        return False
-    return True
-
-
-def _grammask_accepts(compiled, vocab, text: str) -> bool:
-    matcher = compiled.matcher()
-    return all(matcher.accept_token(t) for t in vocab.encode(text)) and matcher.is_accepting()
 
 
 def test_the_cut_holds_only_where_the_cutter_competes():
