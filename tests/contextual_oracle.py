@@ -2,7 +2,8 @@
 
 In every LR state of Lark's own interactive LALR parser, the terminals its parse table accepts (and the
 ignored ones) get a DFA of their own, built from scratch (no removal of terminals that shadow nothing,
-no merged modes, no branch aliases). The prefix is lexed under the lexing rule of
+no merged modes, no branch aliases; for a grammar that follows Lark's first match, each cut only by the other members of
+its state, as Lark's per-state alternation cuts it). The prefix is lexed under the lexing rule of
 :mod:`grammask.automata.lexer` in the DFA of the parser's current state, and every completed terminal is
 fed to the parser at once, which picks the next lexeme's DFA.
 
@@ -32,6 +33,8 @@ from lark import Lark, Token
 from lark.exceptions import UnexpectedToken
 
 from grammask.automata.dfa import build_dfa
+from grammask.automata.first_match import restrict_preempted
+from grammask.automata.lexer import alive
 from grammask.automata.patterns import compile_regex
 from grammask.grammar.ir import Grammar
 from grammask.grammar.lark_frontend import _no_collision_check
@@ -47,7 +50,10 @@ class _ModeDFA:
         for i in members:
             if i not in nfas:
                 nfas[i] = compile_regex(grammar.terminals[i].pattern, grammar.terminals[i].flags)
-        dfa = build_dfa([nfas[i] for i in members])
+        own = [nfas[i] for i in members]
+        if grammar.first_match:
+            own = _first_match_cut(grammar, members, own)
+        dfa = build_dfa(own)
         self.trans = dfa.trans.tolist()
         self.winner = [min((members[t] for t in tags), key=rank.__getitem__) if tags else -1 for tags in dfa.accepts]
         n = len(self.trans)
@@ -62,6 +68,17 @@ class _ModeDFA:
                 if got != self.produce[q]:
                     self.produce[q] = got
                     changed = True
+
+
+def _first_match_cut(grammar: Grammar, members: list[int], nfas: list) -> list:
+    """The members' automata with the strings Lark's first-match alternation of this state's scanner gives to another
+    member cut (:func:`~grammask.automata.first_match.restrict_preempted` over these terminals alone)."""
+    dfa = build_dfa(nfas)
+    matches = np.zeros((dfa.n_states, len(nfas)), dtype=bool)
+    for q, tags in enumerate(dfa.accepts):
+        matches[q, sorted(tags)] = True
+    after = alive(dfa.trans, matches, strict=True)
+    return restrict_preempted([grammar.terminals[i] for i in members], nfas, matches, after)[0]
 
 
 class Lookaheads:

@@ -22,6 +22,14 @@ next lexeme may start in any of the modes of its shift targets (``branch_start``
 matcher picks the one of the LR state it reaches, and the vocabulary walk lexes them side by side
 (:mod:`grammask.contextual_walk`).
 
+**First match.** Lark's lexer cuts from a terminal the strings an earlier regex preempts
+(:mod:`grammask.automata.first_match`), but each of Lark's per-state scanners does so only by the cutters it has
+(those the state accepts, and ignored ones). Where some state lacks one, the modes are cut from the DFA of the uncut
+terminals with, as extra match columns standing for the cut terminal, one variant of it per set of its cutters some
+state has (:func:`~grammask.automata.lexer.variant_rows`); each mode keeps its own set's column. Shadows are taken on
+the uncut languages: a variant shadows no more than its uncut terminal, so a terminal a mode keeps shadows nothing its
+state accepts.
+
 **Trailing context.** A terminal whose lookahead reaches past its lexeme (``'(?!'')``) is a match only
 before some bytes. The basic lexer is built so that those bytes always extend the lexeme
 (:func:`~grammask.automata.lexer.check_trailing_context`); a mode that drops the terminal that extends it
@@ -31,6 +39,8 @@ rejected there, as Lark's regex rejects it (``ban_row``/``ban`` of the lexer).
 """
 
 from __future__ import annotations
+
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -42,6 +52,7 @@ from grammask.automata.lexer import (
     LexerAutomaton,
     alive,
     producible,
+    variant_rows,
 )
 from grammask.errors import NO_DEADLINE, Deadline, GrammarError, UnsupportedRegexError
 
@@ -51,17 +62,64 @@ def shadows(lexer: LexerAutomaton) -> np.ndarray:
 
     Raises :class:`~grammask.errors.GrammarError` for a lexer without them (one loaded from the cache).
     """
-    matches = lexer.matches
-    if matches is None:
+    if lexer.matches is None:
         raise GrammarError("the lexer was loaded without its match sets; build it with build_lexer")
-    alive_after = alive(lexer.trans, matches, strict=True)
+    return _shadows(lexer.trans, lexer.matches, lexer.rank)
+
+
+def _shadows(trans: np.ndarray, matches: np.ndarray, rank: np.ndarray) -> np.ndarray:
+    alive_after = alive(trans, matches, strict=True)
     shadow = alive_after.T.astype(np.int64) @ matches.astype(np.int64) > 0
-    rank = lexer.rank
     better = rank[:, None] < rank[None, :]
     both = matches.T.astype(np.int64) @ matches.astype(np.int64) > 0
     shadow |= both & better
     np.fill_diagonal(shadow, False)
     return shadow
+
+
+@dataclass(frozen=True)
+class _Base:
+    """The DFA the modes are cut from: ``matches`` has a column per terminal, then one per variant of a terminal cut
+    by only some of its first-match cutters; ``terminal[c]`` is column ``c``'s terminal, ``rank`` its winner rank;
+    ``choose[s]`` the columns LR state ``s`` may keep (each cut terminal's variant for the cutters it accepts)."""
+
+    trans: np.ndarray
+    matches: np.ndarray
+    rank: np.ndarray
+    terminal: np.ndarray
+    choose: np.ndarray
+
+    @property
+    def n_states(self) -> int:
+        return self.trans.shape[0]
+
+
+def _base(lexer: LexerAutomaton, accepts: np.ndarray, deadline: Deadline) -> _Base | None:
+    """The modes' DFA (see the module docstring, *First match*); None where every LR state cuts each cut terminal
+    by all of its cutters, as the basic lexer does."""
+    n_terms = len(lexer.terminals)
+    columns: dict[tuple[int, frozenset[int]], int] = {}
+    chosen = np.ones((len(accepts), n_terms), dtype=bool)
+    picks: list[tuple[int, np.ndarray]] = []
+    basic = True
+    for k, cuts in lexer.cutters:
+        everyone = frozenset(j for j, _ in cuts)
+        kept = [frozenset(j for j in everyone if accepts[s, j]) for s in range(len(accepts))]
+        basic &= all(c == everyone for c in kept)
+        col = np.array([k if not c else columns.setdefault((k, c), n_terms + len(columns)) for c in kept])
+        chosen[:, k] = col == k
+        picks.append((k, col))
+    if basic:
+        return None
+    deadline.check("the contextual lexer's modes")
+    variants = sorted(columns, key=columns.__getitem__)
+    trans, matches = variant_rows(lexer, variants, deadline)
+    choose = np.hstack([chosen, np.zeros((len(accepts), len(variants)), dtype=bool)])
+    for _, col in picks:
+        extra = np.flatnonzero(col >= n_terms)
+        choose[extra, col[extra]] = True
+    terminal = np.concatenate([np.arange(n_terms), [k for k, _ in variants]]).astype(np.int64)
+    return _Base(trans, matches, lexer.rank[terminal], terminal, choose)
 
 
 def contextual_lexer(
@@ -81,7 +139,14 @@ def contextual_lexer(
     deadline = deadline or NO_DEADLINE
     n_terms = len(lexer.terminals)
     accepts = accepts | lexer.ignored[None, :]
-    shadow = shadows(lexer)
+    tops = np.flatnonzero(on_top)
+    base = _base(lexer, accepts[tops], deadline) if lexer.cutters else None
+    cut = base is not None
+    if base is None:
+        if lexer.matches is None:
+            raise GrammarError("the lexer was loaded without its match sets; build it with build_lexer")
+        base = _Base(lexer.trans, lexer.matches, lexer.rank, np.arange(n_terms), np.ones((len(tops), n_terms), bool))
+    shadow = _shadows(base.trans, base.matches[:, :n_terms], lexer.rank)
     # removed[s, T]: T is not accepted in s and shadows a terminal that is
     removed = ~accepts & ((accepts.astype(np.int64) @ shadow.T.astype(np.int64)) > 0)
     # A terminal with trailing context is dropped where it is not accepted, shadowing or not: where it is
@@ -89,33 +154,33 @@ def contextual_lexer(
     looks_past = np.zeros(n_terms, dtype=bool)
     looks_past[[index for index, _ in lexer.trailing]] = True
     removed |= ~accepts & looks_past[None, :]
-    tops = np.flatnonzero(on_top)
     mode_keys: dict[bytes, int] = {}
     lr_mode = np.full(len(accepts), -1, dtype=np.int32)
     keeps: list[np.ndarray] = []
-    for s in tops.tolist():
-        key = np.packbits(removed[s]).tobytes()
+    for row, s in enumerate(tops.tolist()):
+        keep = base.choose[row] & ~removed[s][base.terminal]
+        key = np.packbits(keep).tobytes()
         mode = mode_keys.get(key)
         if mode is None:
             mode = mode_keys[key] = len(keeps)
-            keeps.append(~removed[s])
+            keeps.append(keep)
         lr_mode[s] = mode
-    if len(keeps) <= 1 and not removed[tops].any():
+    if len(keeps) <= 1 and not removed[tops].any() and not cut:
         return None
     deadline.check("the contextual lexer's modes")
     next_modes = [sorted({int(lr_mode[t]) for t in targets.tolist() if lr_mode[t] >= 0}) for targets in shift_targets]
-    return _stack_modes(lexer, keeps, next_modes, int(lr_mode[start_state]), lr_mode, n_terms, deadline)
+    return _stack_modes(lexer, base, keeps, next_modes, int(lr_mode[start_state]), lr_mode, n_terms, deadline)
 
 
 def _stack_modes(
-    lexer: LexerAutomaton, keeps: list[np.ndarray], next_modes: list[list[int]], first_mode: int,
+    lexer: LexerAutomaton, base: _Base, keeps: list[np.ndarray], next_modes: list[list[int]], first_mode: int,
     lr_mode: np.ndarray, n_terms: int, deadline: Deadline,
 ) -> tuple[LexerAutomaton, np.ndarray]:
     """One DFA per mode, stacked and minimized together, with restarts and branch aliases."""
-    n = lexer.n_states
-    matches = lexer.matches
-    viable = alive(lexer.trans, matches, strict=False)
-    rank = lexer.rank
+    n = base.n_states
+    matches = base.matches
+    viable = alive(base.trans, matches, strict=False)
+    rank = base.rank
     n_modes = len(keeps)
     offsets = np.arange(n_modes, dtype=np.int64) * n
     trans = np.empty((n_modes * n, 256), dtype=np.int32)
@@ -123,11 +188,11 @@ def _stack_modes(
     lives = np.empty((n_modes, n), dtype=bool)
     for m, keep in enumerate(keeps):
         live = lives[m] = (viable & keep[None, :]).any(axis=1)
-        target_ok = np.where(lexer.trans >= 0, live[np.maximum(lexer.trans, 0)], False)
-        trans[m * n : (m + 1) * n] = np.where(target_ok, lexer.trans + m * n, -1)
+        target_ok = np.where(base.trans >= 0, live[np.maximum(base.trans, 0)], False)
+        trans[m * n : (m + 1) * n] = np.where(target_ok, base.trans + m * n, -1)
         kept = matches & keep[None, :]
         ranked = np.where(kept, rank[None, :], np.iinfo(np.int64).max)
-        accept[m * n : (m + 1) * n] = np.where(kept.any(axis=1), ranked.argmin(axis=1), NO_TERMINAL)
+        accept[m * n : (m + 1) * n] = np.where(kept.any(axis=1), base.terminal[ranked.argmin(axis=1)], NO_TERMINAL)
     mode_of_row = np.repeat(np.arange(n_modes), n)
     starts = offsets.copy()
     restart = np.full(len(accept), -1, dtype=np.int64)
@@ -140,7 +205,7 @@ def _stack_modes(
             restart[q] = starts[next_modes[term][0]]
         else:
             restart[q] = BRANCH
-    keep_rows = _modes_reaching(lexer.trans, np.zeros(n_modes, dtype=np.int64), lives).T.reshape(-1)
+    keep_rows = _modes_reaching(base.trans, np.zeros(n_modes, dtype=np.int64), lives).T.reshape(-1)
     deadline.check("the contextual lexer's modes")
     # Minimize: same winner, same restart block, same successors; mode starts apart from inner states.
     sink = len(accept)
@@ -152,7 +217,7 @@ def _stack_modes(
     columns = np.where(columns >= 0, new_row[np.where(columns >= 0, columns, sink)], columns)
     is_start = np.zeros(sink, dtype=bool)
     is_start[starts] = True
-    bans, ban_of = _bans(lexer, trans, accept, starts)
+    bans, ban_of = _bans(lexer, base, trans, accept, starts)
     labels = np.unique(np.column_stack([accept[keep_rows], is_start[keep_rows], restart[keep_rows] == BRANCH,
                                         ban_of[keep_rows]]), axis=0, return_inverse=True)[1].reshape(-1)
     block = coarsest_partition(columns, labels, deadline)
@@ -197,17 +262,17 @@ def _stack_modes(
     return contextual, state_modes
 
 
-def _bans(lexer: LexerAutomaton, trans: np.ndarray, accept: np.ndarray, starts: np.ndarray,
+def _bans(lexer: LexerAutomaton, base: _Base, trans: np.ndarray, accept: np.ndarray, starts: np.ndarray,
           ) -> tuple[np.ndarray | None, np.ndarray]:
     """The stacked modes' bans (see the module docstring): the distinct ban rows (None if no state needs one) and
     each stacked state's row (-1: none). A lexeme is banned before a byte its terminal's trailing context forbids
     where the byte cannot extend it but starts a lexeme; at the end of input where the context forbids that."""
-    n = lexer.n_states
+    n = base.n_states
     ban_of = np.full(len(accept), -1, dtype=np.int64)
     rows: dict[bytes, int] = {}
     starts_any = (trans[starts] >= 0).any(axis=0)
     for index, context in lexer.trailing:
-        allowed = _allowed_after(lexer, index, context)
+        allowed = _allowed_after(lexer, base, index, context)
         for q in np.flatnonzero(accept == index).tolist():
             banned = ~allowed[q % n]
             banned[:256] &= (trans[q] < 0) & starts_any
@@ -218,14 +283,14 @@ def _bans(lexer: LexerAutomaton, trans: np.ndarray, accept: np.ndarray, starts: 
     return np.frombuffer(b"".join(rows), dtype=bool).reshape(len(rows), 257).copy(), ban_of
 
 
-def _allowed_after(lexer: LexerAutomaton, index: int, context) -> np.ndarray:
+def _allowed_after(lexer: LexerAutomaton, base: _Base, index: int, context) -> np.ndarray:
     """Per state of the basic lexer where terminal ``index`` (with trailing context ``context``) matches, what may
     follow the lexeme (257 columns, the last one the end of input). Raises
     :class:`~grammask.errors.UnsupportedRegexError` where two lexemes of one state differ in that."""
-    allowed = np.ones((lexer.n_states, 257), dtype=bool)
-    known = np.zeros(lexer.n_states, dtype=bool)
-    for q, t in trailing_pairs(lexer.trans, context):
-        if lexer.matches[q, index]:
+    allowed = np.ones((base.n_states, 257), dtype=bool)
+    known = np.zeros(base.n_states, dtype=bool)
+    for q, t in trailing_pairs(base.trans, context):
+        if base.matches[q, index]:
             if known[q] and not np.array_equal(allowed[q], context.allowed[t]):
                 raise UnsupportedRegexError(
                     f"terminal {lexer.terminals[index]}: its lookahead past the lexeme allows different next bytes for "

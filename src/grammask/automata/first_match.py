@@ -33,14 +33,22 @@ except ImportError:  # Python 3.10
     import sre_parse  # type: ignore[no-redef]
 
 
+Cutters = dict[int, tuple[tuple[int, bool], ...]]
+"""Per cut terminal, the regex terminals that cut it, each with whether it embeds it (see :func:`restrict_preempted`)."""
+
+
 def restrict_preempted(
     terminals: Sequence[Terminal], nfas: list[ByteNFA], matches: np.ndarray, after: np.ndarray,
-) -> list[ByteNFA]:
-    """``nfas`` (one per terminal) with each terminal's language cut to the strings Lark's lexer can lex as it.
+) -> tuple[list[ByteNFA], Cutters]:
+    """``nfas`` (one per terminal) with each terminal's language cut to the strings Lark's lexer can lex as it, and
+    the terminals that cut each one (each of them alone removes some of its strings).
 
     ``matches`` and ``after`` describe the DFA of all of ``nfas`` together: ``matches[q, t]``, the lexeme read to
     reach ``q`` is one of terminal ``t``; ``after[q, t]``, some non-empty continuation from ``q`` is. They pick
     the pairs worth the exact cut. Returns ``nfas`` itself where nothing is cut.
+
+    A cut holds only where the cutting terminal competes: Lark's contextual lexer cuts a terminal in an LR state by
+    the cutters that state's scanner has (:func:`cut_variant`).
     """
     m = matches.astype(np.int64)
     # continues[P, K]: a lexeme of P continues to one of K; strays[K, P]: some lexeme of K is none of P
@@ -56,6 +64,7 @@ def restrict_preempted(
 
     keys = [lark_order_key(t) for t in terminals]
     regexes = [j for j, t in enumerate(terminals) if t.literal is None and nfas[j].trailing is None]
+    cutters: Cutters = {}
     for i, later in enumerate(terminals):
         if nfas[i].trailing is not None:
             continue
@@ -68,12 +77,23 @@ def restrict_preempted(
                     cuts.append((j, True))
             elif continues[j, i] and keys[j] < keys[i]:
                 cuts.append((j, False))
-        lexemes = dfa(i) if cuts else None
-        for j, embedded in cuts:
-            lexemes = _cut(lexemes, dfa(j), embedded)
-        if lexemes is not None and lexemes is not dfa(i):
-            out[i] = _as_nfa(lexemes, nfas[i].name)
-    return out if any(a is not b for a, b in zip(out, nfas)) else nfas
+        found = tuple((j, embedded) for j, embedded in cuts if _cut(dfa(i), dfa(j), embedded) is not dfa(i))
+        if found:
+            cutters[i] = found
+            out[i] = _variant(dfa, i, found, nfas[i].name)
+    return (out, cutters) if cutters else (nfas, cutters)
+
+
+def cut_variant(nfas: Sequence[ByteNFA], i: int, cuts: Sequence[tuple[int, bool]]) -> ByteNFA:
+    """``nfas[i]`` cut by each ``(j, embedded)`` of ``cuts`` (cutters :func:`restrict_preempted` found for it)."""
+    return _variant(lambda j: build_dfa([nfas[j]]), i, cuts, nfas[i].name)
+
+
+def _variant(dfa, i: int, cuts: Sequence[tuple[int, bool]], name: str) -> ByteNFA:
+    lexemes = dfa(i)
+    for j, embedded in cuts:
+        lexemes = _cut(lexemes, dfa(j), embedded)
+    return _as_nfa(lexemes, name)
 
 
 def lark_order_key(t: Terminal) -> tuple:

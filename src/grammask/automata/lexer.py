@@ -43,9 +43,9 @@ from grammask.automata.fallback import (
     add_fallbacks,
     ends_allowed,
 )
-from grammask.automata.first_match import restrict_preempted
+from grammask.automata.first_match import cut_variant, restrict_preempted
 from grammask.automata.patterns import regex_to_dfa, terminal_nfa
-from grammask.automata.regex import TrailingContext
+from grammask.automata.regex import ByteNFA, TrailingContext
 from grammask.errors import NO_DEADLINE, Deadline, GrammarError, UnsupportedRegexError
 from grammask.grammar.ir import Grammar, Semicolons, Terminal
 
@@ -100,7 +100,9 @@ class LexerAutomaton:
 
     ``matches`` (each state's set of terminals whose language holds the lexeme, as a bool row), ``rank``
     (each terminal's place in the winner order) and ``trailing`` (terminals with trailing context) serve
-    building a contextual lexer; a lexer loaded from the cache has them as None.
+    building a contextual lexer; a lexer loaded from the cache has them as None. So do ``cutters`` (per terminal that
+    Lark's first match cuts, its cutting terminals, see :func:`~grammask.automata.first_match.restrict_preempted`)
+    and ``uncut`` (then every terminal's automaton before the cuts; see :func:`variant_rows`).
     """
 
     terminals: tuple[str, ...]
@@ -126,6 +128,8 @@ class LexerAutomaton:
     matches: np.ndarray | None = field(default=None, compare=False, repr=False)
     rank: np.ndarray | None = field(default=None, compare=False, repr=False)
     trailing: tuple[tuple[int, TrailingContext], ...] = field(default=(), compare=False, repr=False)
+    cutters: tuple[tuple[int, tuple[tuple[int, bool], ...]], ...] = field(default=(), compare=False, repr=False)
+    uncut: tuple[ByteNFA, ...] = field(default=(), compare=False, repr=False)
 
     @property
     def n_states(self) -> int:
@@ -287,10 +291,12 @@ def build_lexer(grammar: Grammar, deadline: Deadline | None = None) -> LexerAuto
         deadline.check("the terminals' automata")
         nfas.append(terminal_nfa(t.pattern, t.flags, t.literal, t.name, deadline))
     dfa = union_dfa(nfas, deadline)
+    cutters: dict[int, tuple[tuple[int, bool], ...]] = {}
     if grammar.first_match:
         dfa_matches = _match_rows(dfa, len(terminals))
-        restricted = restrict_preempted(terminals, nfas, dfa_matches, alive(dfa.trans, dfa_matches, strict=True))
-        if restricted is not nfas:
+        restricted, cutters = restrict_preempted(terminals, nfas, dfa_matches,
+                                                 alive(dfa.trans, dfa_matches, strict=True))
+        if cutters:
             dfa = build_dfa(restricted, deadline)
     if dfa.accepts[dfa.start]:
         names = ", ".join(terminals[i].name for i in sorted(dfa.accepts[dfa.start]))
@@ -301,11 +307,9 @@ def build_lexer(grammar: Grammar, deadline: Deadline | None = None) -> LexerAuto
     accept = np.array(
         [min(tags, key=rank.__getitem__) if tags else NO_TERMINAL for tags in dfa.accepts], dtype=np.int32
     )
-    matches = _match_rows(dfa, len(terminals))
-    trans = _detach_start(np.ascontiguousarray(dfa.trans, dtype=np.int32))
+    trans, matches = _dfa_rows(dfa, len(terminals))
     if len(trans) > len(accept):
         accept = np.append(accept, accept[0])
-        matches = np.vstack([matches, matches[:1]])
     trailing = tuple((index, nfa.trailing) for index, nfa in enumerate(nfas) if nfa.trailing is not None)
     for index, context in trailing:
         check_trailing_context(trans, accept, index, context, nfas[index].name)
@@ -325,8 +329,32 @@ def build_lexer(grammar: Grammar, deadline: Deadline | None = None) -> LexerAuto
         matches=matches,
         rank=rank,
         trailing=trailing,
+        cutters=tuple(sorted(cutters.items())),
+        uncut=tuple(nfas) if cutters else (),
     )
     return lexer if grammar.semicolons is None else _with_semicolons(lexer, grammar.semicolons)
+
+
+def variant_rows(lexer: LexerAutomaton, variants: list[tuple[int, frozenset[int]]], deadline: Deadline | None = None,
+                 ) -> tuple[np.ndarray, np.ndarray]:
+    """The DFA (``trans``, ``matches``) of ``lexer``'s terminals with their languages not cut by Lark's first match
+    (:mod:`grammask.automata.first_match`), one column each, and after them a column per ``(terminal, cutters)`` of
+    ``variants``: that terminal cut by those of its ``cutters`` only.
+
+    Raises :class:`~grammask.errors.CompileTimeoutError` once ``deadline`` (None: no limit) has passed.
+    """
+    cut_by = dict(lexer.cutters)
+    extra = [cut_variant(lexer.uncut, k, [c for c in cut_by[k] if c[0] in kept]) for k, kept in variants]
+    return _dfa_rows(build_dfa([*lexer.uncut, *extra], deadline), len(lexer.uncut) + len(extra))
+
+
+def _dfa_rows(dfa: ByteDFA, n_columns: int) -> tuple[np.ndarray, np.ndarray]:
+    """A lexer's ``trans`` (state 0 detached, :func:`_detach_start`) and ``matches`` from its DFA."""
+    matches = _match_rows(dfa, n_columns)
+    trans = _detach_start(np.ascontiguousarray(dfa.trans, dtype=np.int32))
+    if len(trans) > len(matches):
+        matches = np.vstack([matches, matches[:1]])
+    return trans, matches
 
 
 def with_fallbacks(lexer: LexerAutomaton) -> tuple[LexerAutomaton, Fallbacks | None, str | None]:
