@@ -56,7 +56,7 @@ if TYPE_CHECKING:
     from grammask.errors import Deadline
     from grammask.vocab import Vocabulary
 
-FORMAT_VERSION = 11
+FORMAT_VERSION = 12
 
 _GROWING = ("pair_mask", "pair_marks", "masks", "marks_ptr", "marks", "state_class", "state_lcp", "state_dep",
             "dep_word_ptr", "dep_words", "dep_bits", "class_seq_ptr", "class_seq_terms", "class_follow")

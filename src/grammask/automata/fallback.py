@@ -33,7 +33,7 @@ from grammask.automata.regex import TrailingContext
 MAX_NEW_STATES = 20_000
 """Fallback and chain states one lexer may add."""
 
-MAX_DEPTH = 3
+MAX_DEPTH = 5
 """The most fallback and chain states one restart may lead through: the lexemes Lark may still have to emit when a
 long lexeme dies. Past it (a long lexeme that never dies while any text after the earlier match lexes on, such as
 lark.lark's ``REGEXP`` after ``/\\/``) the fallback is dropped, which keeps the plain rule there; see ``cut``."""
