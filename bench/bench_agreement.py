@@ -39,11 +39,14 @@ from pathlib import Path
 
 import lark
 from cases import (
-    SYNCODE_SUBDIR,
+    REAL_GRAMMARS,
+    REAL_POSTLEX,
+    REAL_PROGRAMS,
     BenchTokenizer,
+    load_real_grammar,
     load_seed_grammar,
     load_tokenizer,
-    shared_dir,
+    real_grammar_source,
 )
 from harness import BenchError, make_postlex
 from report import environment
@@ -53,13 +56,6 @@ from grammask.grammar.lark_frontend import _no_collision_check
 from grammask.sampler import SentenceSampler, mutate
 
 RESULTS = Path(__file__).resolve().parent / "results"
-LARK_GRAMMARS = Path(lark.__file__).resolve().parent / "grammars"
-SYNCODE_NAMES = ("c", "calc", "go", "invariants", "java", "json", "prover9", "python", "sql", "tiny")
-GRAMMARS = tuple(f"syncode-{n}" for n in SYNCODE_NAMES) + ("lark-python", "lark-lark")
-POSTLEX = {"syncode-python": "cases:SynCodePythonIndenter", "lark-python": "lark.indenter:PythonIndenter"}
-START = {"lark-python": "file_input"}
-PROGRAMS = {"syncode-go": "go", "syncode-java": "java", "syncode-python": "python", "lark-python": "python"}
-"""The seeds' benchmark programs each grammar runs (Lark's python.lark runs SynCode's Python programs too)."""
 LARK_ERRORS = (lark.exceptions.LarkError, AssertionError, IndexError)
 """What Lark raises on a document it rejects (its Indenter raises IndexError on a newline without a line break)."""
 MAX_DEPTH = 8
@@ -108,19 +104,6 @@ class Result:
     def disagreements(self) -> int:
         """Documents of any kind where the verdicts differ."""
         return (self.sampled - self.sampled_agree) + (self.mutated - self.mutated_agree) + (self.programs - self.programs_agree)
-
-
-def grammar_source(name: str) -> str:
-    """The Lark text of grammar ``name`` (one of :data:`GRAMMARS`)."""
-    if name.startswith("syncode-"):
-        path = shared_dir(SYNCODE_SUBDIR) / f"{name.removeprefix('syncode-')}.lark"
-    elif name.startswith("lark-"):
-        path = LARK_GRAMMARS / f"{name.removeprefix('lark-')}.lark"
-    else:
-        raise BenchError(f"unknown grammar {name!r}; choose from {', '.join(GRAMMARS)}")
-    if not path.exists():
-        raise BenchError(f"grammar file {path} is missing")
-    return path.read_text(encoding="utf-8")
 
 
 def _shorten(text: str, limit: int = 160) -> str:
@@ -177,12 +160,11 @@ def check(result: Result, judges: Judges, kind: str, text: str, n_examples: int)
 def run_grammar(name: str, tok: BenchTokenizer, n: int, seed: int, lexer: str, n_examples: int) -> Result:
     """All of one grammar's figures; a grammar that grammask does not load or compile, Lark does not
     build or the sampler cannot sample gets its error."""
-    postlex = POSTLEX.get(name)
+    postlex = REAL_POSTLEX.get(name)
     result = Result(name, postlex)
-    start = START.get(name, "start")
     try:
-        text = grammar_source(name)
-        grammar = gm.Grammar.from_lark(text, start=start, postlex=make_postlex(postlex), name=name, lexer=lexer)
+        text = real_grammar_source(name)
+        grammar = load_real_grammar(name, lexer)
         t0 = time.perf_counter()
         compiled = gm.compile(grammar, tok.vocab, cache=False)
         result.compile_s = round(time.perf_counter() - t0, 2)
@@ -191,14 +173,15 @@ def run_grammar(name: str, tok: BenchTokenizer, n: int, seed: int, lexer: str, n
         return result
     try:
         with _no_collision_check():
-            parser = lark.Lark(text, parser="lalr", lexer=lexer, postlex=make_postlex(postlex), start=start)
+            parser = lark.Lark(text, parser="lalr", lexer=lexer, postlex=make_postlex(postlex),
+                               start=grammar.start)
     except lark.exceptions.LarkError as e:
         result.error = f"Lark: {type(e).__name__}: {str(e).strip().splitlines()[0]}"
         return result
     judges = Judges(compiled, parser, tok)
     t0 = time.perf_counter()
-    if name in PROGRAMS:
-        for _, program in load_seed_grammar(PROGRAMS[name]).programs:
+    if name in REAL_PROGRAMS:
+        for _, program in load_seed_grammar(REAL_PROGRAMS[name]).programs:
             check(result, judges, "programs", program, n_examples)
     try:
         sampler = SentenceSampler(grammar, max_depth=MAX_DEPTH)
@@ -249,7 +232,7 @@ def markdown(results: Sequence[Result], header: str) -> str:
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the agreement check as the command line asks; returns the exit code."""
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--grammars", default=",".join(GRAMMARS), help="comma-separated, from: " + ", ".join(GRAMMARS))
+    ap.add_argument("--grammars", default=",".join(REAL_GRAMMARS), help="comma-separated, from: " + ", ".join(REAL_GRAMMARS))
     ap.add_argument("--n", type=int, default=500, help="sampled (and as many mutated) documents per grammar")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--lexer", default="basic", choices=("basic", "contextual"), help="Lark's lexer (both sides)")
@@ -259,9 +242,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--out", type=Path, default=RESULTS / "agreement.md", help="Markdown; the JSON goes beside it")
     args = ap.parse_args(argv)
     names = [g for g in args.grammars.split(",") if g]
-    unknown = [g for g in names if g not in GRAMMARS]
+    unknown = [g for g in names if g not in REAL_GRAMMARS]
     if unknown:
-        ap.error(f"unknown grammar(s) {', '.join(unknown)}; choose from {', '.join(GRAMMARS)}")
+        ap.error(f"unknown grammar(s) {', '.join(unknown)}; choose from {', '.join(REAL_GRAMMARS)}")
     tok = load_tokenizer(args.tokenizer)
     t0 = time.perf_counter()
     gm.compile(gm.Grammar.from_lark('start: "a"'), tok.vocab, cache=False)  # the vocabulary's one-time work
@@ -279,7 +262,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     json_path = args.out.with_suffix(".json")
     if args.append and json_path.exists():
         kept = [_result(d) for d in json.loads(json_path.read_text(encoding="utf-8"))["results"] if d["grammar"] not in names]
-        results = sorted(kept + results, key=lambda r: GRAMMARS.index(r.grammar))
+        results = sorted(kept + results, key=lambda r: REAL_GRAMMARS.index(r.grammar))
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(markdown(results, header), encoding="utf-8")
     payload = {"header": header, "results": [asdict(r) | {"disagreements": r.disagreements} for r in results]}

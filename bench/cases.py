@@ -115,6 +115,36 @@ class SynCodePythonIndenter(Indenter):
 
 SEED_POSTLEX = {"python": "cases:SynCodePythonIndenter"}
 
+# ---- real-world grammars (issue 13): SynCode's grammars and Lark's bundled ones -----------------
+
+LARK_GRAMMARS = Path(lark.__file__).resolve().parent / "grammars"
+SYNCODE_NAMES = ("c", "calc", "go", "invariants", "java", "json", "prover9", "python", "sql", "tiny")
+REAL_GRAMMARS = tuple(f"syncode-{n}" for n in SYNCODE_NAMES) + ("lark-python", "lark-lark")
+REAL_POSTLEX = {"syncode-python": "cases:SynCodePythonIndenter", "lark-python": "lark.indenter:PythonIndenter"}
+REAL_START = {"lark-python": "file_input"}
+REAL_PROGRAMS = {"syncode-go": "go", "syncode-java": "java", "syncode-python": "python", "lark-python": "python"}
+"""The seeds' benchmark programs each grammar runs (Lark's python.lark runs SynCode's Python programs too)."""
+
+
+def real_grammar_source(name: str) -> str:
+    """The Lark text of real-world grammar ``name`` (one of :data:`REAL_GRAMMARS`)."""
+    if name.startswith("syncode-"):
+        path = shared_dir(SYNCODE_SUBDIR) / f"{name.removeprefix('syncode-')}.lark"
+    elif name.startswith("lark-"):
+        path = LARK_GRAMMARS / f"{name.removeprefix('lark-')}.lark"
+    else:
+        raise BenchError(f"unknown grammar {name!r}; choose from {', '.join(REAL_GRAMMARS)}")
+    if not path.exists():
+        raise BenchError(f"grammar file {path} is missing")
+    return path.read_text(encoding="utf-8")
+
+
+def load_real_grammar(name: str, lexer: str) -> gm.Grammar:
+    """Real-world grammar ``name`` as grammask loads it under Lark's ``lexer``, with its postlex and start."""
+    return gm.Grammar.from_lark(real_grammar_source(name), start=REAL_START.get(name, "start"),
+                                postlex=make_postlex(REAL_POSTLEX.get(name)), name=name, lexer=lexer)
+
+
 
 @dataclass(frozen=True)
 class SeedGrammar:

@@ -21,7 +21,7 @@ import numpy as np
 
 from grammask.automata.contextual import contextual_lexer
 from grammask.automata.counted import CountTables
-from grammask.automata.fallback import MAX_DEPTH, Reading
+from grammask.automata.fallback import MAX_DEPTH, Joins, Reading
 from grammask.automata.lexer import LexerAutomaton, build_lexer, with_fallbacks
 from grammask.bitmask import bitmask_words
 from grammask.classes import (
@@ -226,27 +226,29 @@ def build_front(grammar: Grammar, deadline: Deadline | None = None) -> Front:
 def _with_fallbacks(grammar: Grammar, lexer: LexerAutomaton, follows: np.ndarray, mapping: np.ndarray,
                     ) -> tuple[LexerAutomaton, np.ndarray | None]:
     """``lexer`` with Lark's fallbacks (:func:`~grammask.automata.lexer.with_fallbacks`) where they can be built
-    exactly, with a warning naming the places where grammask's lexer still does not back up as Lark's does (unless
-    the parser rejects every reading dropped there: ``follows`` from :func:`terminal_follows`, ``mapping`` the
-    lexer-to-parser terminal map); and each state's origin (``Fallbacks.origin``; None where the lexer is unchanged)."""
-    backed, made, limit = with_fallbacks(lexer)
+    exactly and some reading of them may parse (``follows`` from :func:`terminal_follows`, ``mapping`` the
+    lexer-to-parser terminal map), with a warning naming the places where grammask's lexer still does not back up
+    as Lark's does (unless the parser rejects every reading dropped there); and each state's origin
+    (``Fallbacks.origin``; None where the lexer is unchanged)."""
+    rules = grammar.indentation
+    stands_for = dict(lexer.aliases)
+    opaque = frozenset() if rules is None else frozenset(
+        t for t, name in enumerate(lexer.terminals) if rules.newline in (name, stands_for.get(name)))
+    joins = _joins(follows, mapping, opaque)
+    backed, made, limit = with_fallbacks(lexer, joins)
     if limit is not None:
         warnings.warn(f"grammar '{grammar.name}': grammask's lexer does not back up to an earlier match where Lark's "
                       f"does: {limit}", stacklevel=4)
         return lexer, None
     if made is None:
         return lexer, None
-    rules = grammar.indentation
     if rules is not None and made.added:
         widths = byte_widths(rules.tab_len, rules.line_breaks)
         measured = sorted(t for t, window in made.windows.items() if (widths[sorted(window)] != 0).any())
         if measured:
             _warn_no_fallback(grammar, measured, lexer, "where the text read past the match counts for the indentation")
             return lexer, None
-    stands_for = dict(lexer.aliases)
-    opaque = frozenset() if rules is None else frozenset(
-        t for t, name in enumerate(lexer.terminals) if rules.newline in (name, stands_for.get(name)))
-    cut, parted = (_parsed_drops(dropped, follows, mapping, opaque) for dropped in (made.cut, made.parted))
+    cut, parted = (_parsed_drops(dropped, joins) for dropped in (made.cut, made.parted))
     if cut:
         _warn_no_fallback(grammar, cut, lexer, f"after more than {MAX_DEPTH} lexemes read past the match")
     if parted:
@@ -256,17 +258,21 @@ def _with_fallbacks(grammar: Grammar, lexer: LexerAutomaton, follows: np.ndarray
     return backed, made.origin if made.added else None
 
 
-def _parsed_drops(dropped: Mapping[int, frozenset[Reading]], follows: np.ndarray, mapping: np.ndarray,
-                  opaque: frozenset[int]) -> list[int]:
-    """The terminals of ``dropped`` (``Fallbacks.cut`` or ``parted``) with a dropped reading the parser may take: each
-    of its pairs of adjacent lexer terminals one the parser may take one after the other (an ignored terminal, or one
-    of ``opaque`` whose postlex may add or drop terminals after it, could be followed by anything)."""
+def _joins(follows: np.ndarray, mapping: np.ndarray, opaque: frozenset[int]) -> Joins:
+    """Whether the parser may take lexer terminal ``y`` right after ``x`` (an ignored terminal, or one of ``opaque``
+    whose postlex may add or drop terminals after it, could be followed by anything)."""
 
-    def may(x: int, y: int) -> bool:
+    def joins(x: int, y: int) -> bool:
         px, py = int(mapping[x]), int(mapping[y])
         return px < 0 or py < 0 or x in opaque or y in opaque or bool(follows[px, py])
 
-    return sorted(t for t, readings in dropped.items() if any(all(may(x, y) for x, y in r) for r in readings))
+    return joins
+
+
+def _parsed_drops(dropped: Mapping[int, frozenset[Reading]], joins: Joins) -> list[int]:
+    """The terminals of ``dropped`` (``Fallbacks.cut`` or ``parted``) with a dropped reading the parser may take: each
+    of its pairs of adjacent lexer terminals one the parser may take one after the other."""
+    return sorted(t for t, readings in dropped.items() if any(all(joins(x, y) for x, y in r) for r in readings))
 
 
 def _warn_no_fallback(grammar: Grammar, terminals, lexer: LexerAutomaton, where: str) -> None:

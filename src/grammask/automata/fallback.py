@@ -23,7 +23,7 @@ terminals ``a`` and ``a+b`` on ``aaaa…``) it stops at :data:`MAX_NEW_STATES` a
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -54,6 +54,10 @@ HEAD = -3
 
 Reading = frozenset[tuple[int, int]]
 """A dropped reading: pairs of lexer terminals it emits one right after the other."""
+
+Joins = Callable[[int, int], bool]
+"""Whether the parser may take lexer terminal ``y`` right after ``x`` (False: every reading emitting ``x`` then ``y``
+fails to parse, so the lexer need not follow it)."""
 
 
 @dataclass(frozen=True)
@@ -143,7 +147,7 @@ def ends_allowed(trans: np.ndarray, accept: np.ndarray, trailing: tuple[tuple[in
 
 def add_fallbacks(trans: np.ndarray, accept: np.ndarray, restart: np.ndarray, allowed: np.ndarray,
                   produce: np.ndarray, branches: list[list[int]] | None = None,
-                  looks_past: frozenset[int] = frozenset()) -> Fallbacks | None:
+                  looks_past: frozenset[int] = frozenset(), joins: Joins | None = None) -> Fallbacks | None:
     """The lexer DFA ``trans``/``accept`` (every next lexeme starting in ``restart[q]``, a state with an empty
     lexeme; ``allowed`` from :func:`ends_allowed`; ``produce`` its Prod rows) with Lark's fallbacks as states; None where no text can take a
     fallback (the automaton stays as it is).
@@ -157,9 +161,13 @@ def add_fallbacks(trans: np.ndarray, accept: np.ndarray, restart: np.ndarray, al
     ``looks_past`` (a contextual lexer's terminals with trailing context: its bans only cover the bytes that do not
     extend a lexeme, so they cannot say whether the match may end before one that does).
 
+    With ``joins``, a fallback or chain whose every reading emits two terminals one right after the other that the
+    parser never takes so is not kept (at any depth, and not recorded as dropped): Lark's parse of every such reading
+    fails, as the plain rule's lexing does.
+
     Raises :class:`FallbackLimit` where the fallbacks need more than :data:`MAX_NEW_STATES` states.
     """
-    built = _Builder(trans, accept, restart, allowed, produce, branches or [], looks_past)
+    built = _Builder(trans, accept, restart, allowed, produce, branches or [], looks_past, joins)
     built.run()
     return built.result()
 
@@ -224,9 +232,10 @@ def can_die(trans: np.ndarray, accept: np.ndarray, starts: frozenset[int] = froz
 
 class _Builder:
     def __init__(self, trans: np.ndarray, accept: np.ndarray, restart: np.ndarray, allowed: np.ndarray,
-                 produce: np.ndarray, branches: list[list[int]], looks_past: frozenset[int]):
+                 produce: np.ndarray, branches: list[list[int]], looks_past: frozenset[int], joins: Joins | None):
         self.n = len(accept)
         self.looks_past = looks_past
+        self.joins = joins
         self.produce = produce
         self.n_terms = produce.shape[1]
         self.trans = trans.tolist()
@@ -249,19 +258,36 @@ class _Builder:
         self.produce_lists = [np.flatnonzero(row).tolist() for row in produce]
         self.utf8 = _utf8_table()
         self._dead: dict[int, list[int]] = {}
+        self._parses: dict[tuple[int, int], bool] = {}
 
     def state(self, origin: int, term: int, again: int, bits: int = 0, before: int = -1) -> int:
         """The state growing ``origin``'s lexeme (-1: a chain state) that emits ``term`` and restarts in ``again``
         when it dies (``bits``: the branch options of ``term`` it serves, 0 for all); -1 (and ``term`` cut) past
-        :data:`MAX_DEPTH`. ``before``: the terminal emitted right before ``term``'s lexeme, -1 if not known."""
+        :data:`MAX_DEPTH`, -1 where the parser never takes ``term`` right after ``before`` (the terminal emitted right
+        before ``term``'s lexeme, -1 if not known)."""
         key = (origin, term, again, bits)
         found = self.ids.get(key)
         if found is None:
+            if not self.parses(term, again, before):
+                return -1
             depth = self.depth[again] + 1
             if depth > MAX_DEPTH:
                 self._drop(self.cut, term, term, [again], before)
                 return -1
             found = self.ids[key] = self._add(key, depth)
+        return found
+
+    def parses(self, term: int, again: int, before: int) -> bool:
+        """Whether a reading that emits ``before`` (if known), ``term``, then a lexeme from state ``again`` may parse:
+        the parser may take ``term`` after ``before`` and some terminal the lexeme may become after ``term``."""
+        if self.joins is None:
+            return True
+        if before >= 0 and not self.joins(before, term):
+            return False
+        key = (term, again)
+        found = self._parses.get(key)
+        if found is None:
+            found = self._parses[key] = any(self.joins(term, y) for y in self.first_terms(again))
         return found
 
     def _add(self, key: tuple[int, int, int, int], depth: int) -> int:

@@ -40,6 +40,7 @@ from grammask.automata.fallback import (
     CHAIN,
     FallbackLimit,
     Fallbacks,
+    Joins,
     add_fallbacks,
     ends_allowed,
 )
@@ -357,10 +358,11 @@ def _dfa_rows(dfa: ByteDFA, n_columns: int) -> tuple[np.ndarray, np.ndarray]:
     return trans, matches
 
 
-def with_fallbacks(lexer: LexerAutomaton) -> tuple[LexerAutomaton, Fallbacks | None, str | None]:
-    """``lexer`` with Lark's fallbacks (:mod:`grammask.automata.fallback`): the lexer (itself where no text can take
-    a fallback), the fallbacks found (None where there are none) and why they were not added where they would be
-    needed (None).
+def with_fallbacks(lexer: LexerAutomaton, joins: Joins | None = None,
+                   ) -> tuple[LexerAutomaton, Fallbacks | None, str | None]:
+    """``lexer`` with Lark's fallbacks (:mod:`grammask.automata.fallback`; ``joins`` as in
+    :func:`~grammask.automata.fallback.add_fallbacks`): the lexer (itself where no text can take a fallback), the
+    fallbacks found (None where there are none) and why they were not added where they would be needed (None).
 
     For a lexer without counted terminals or semicolon insertion: the basic lexer, or a contextual one (its modes'
     bans are the places a lexeme may not end, and each mode backs up as Lark's scanner of that state does)."""
@@ -371,7 +373,8 @@ def with_fallbacks(lexer: LexerAutomaton) -> tuple[LexerAutomaton, Fallbacks | N
     branches = [list(options.values()) for options in lexer.branch_options]
     try:
         looks_past = frozenset() if lexer.ban is None else frozenset(lexer.accept[lexer.ban_row >= 0].tolist())
-        made = add_fallbacks(lexer.trans, lexer.accept, lexer.restarts, allowed, lexer.produce, branches, looks_past)
+        made = add_fallbacks(lexer.trans, lexer.accept, lexer.restarts, allowed, lexer.produce, branches, looks_past,
+                             joins)
     except FallbackLimit as e:
         return lexer, None, str(e)
     if made is None or not made.added:
