@@ -18,7 +18,7 @@ from test_sampler_indentation import SYNCODE_PYTHON, _SynCodeIndenter
 
 from grammask import Grammar, compile
 from grammask.automata.fallback import MAX_DEPTH
-from grammask.automata.lexer import build_lexer
+from grammask.automata.lexer import build_lexer, with_fallbacks
 from grammask.errors import GrammaskError
 from grammask.mask_tables import build_front
 from grammask.sampler import SentenceSampler, mutate
@@ -185,6 +185,23 @@ ZEROS = 'start: item*\nitem: INT NAME | FLOAT | NAME\nINT: /0|[1-9][0-9]*/\nFLOA
 ZEROS_TEXT = "0" * (MAX_DEPTH + 2) + "x"
 """FLOAT's prefix of zeros dies at ``x``, so Lark lexes INT ``0`` ``MAX_DEPTH + 1`` times, one more than the
 fallback states keep; the parser never takes INT right after INT."""
+
+
+def test_fallbacks_whose_readings_never_parse_are_not_built():
+    """FLOAT's prefixes fall back to INT only where zeros are re-read as INT INT … or INT FLOAT, which the parser never
+    takes: no fallback is built; masks stay those of Lark's lexer and parser."""
+    g = Grammar.from_lark(ZEROS, lexer="basic")
+    assert with_fallbacks(build_lexer(g))[0].alt is not None
+    assert build_front(g).lexer.alt is None
+    parts = [b"0", b"00", b"1", b".", b"5", b"x", b"0x", b"0.", b"x0"]
+    vocab = Vocabulary([*parts, None], [len(parts)], name="pieces")
+    compiled = compile(g, vocab, cache=False)
+    oracle = MaskOracle(ZEROS, build_lexer(g), vocab, backtrack=True)
+    rng = random.Random(7)
+    for text in ("000.5x", "0x00.5", "10.5x0x", "00.5x0x", "x0x00.50x"):
+        for _ in range(3):
+            ids = _pieces(text.encode(), parts, rng)
+            assert check_cuts(compiled, oracle, vocab, ids, list(range(len(ids) + 1))) == len(ids) + 1
 
 
 def _backing_up_warnings(grammar: Grammar) -> list[str]:
