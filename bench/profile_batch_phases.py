@@ -73,7 +73,7 @@ def phases(engine, n_logits: int, repeat: int) -> dict[str, float]:
 
 def wake_up(repeat: int) -> np.ndarray:
     """Microseconds from handing a pool thread work to it running Python, each after the pause."""
-    ctl = np.zeros(5, dtype=np.int64)
+    ctl = np.zeros(6, dtype=np.int64)
     seen: list[float] = []
 
     def note() -> None:

@@ -42,19 +42,24 @@ from grammask.atomics import (
     atomic_store,
     yield_cpu,
 )
+from grammask.engine import END_WIDTH
 from grammask.errors import ConfigurationError, MatcherStateError
-from grammask.matcher import _STACK_VIEW, _TERMINATED, Matcher, _top_list
-from grammask.parser.kernels import add_marked_classes
+from grammask.matcher import _STACK_VIEW, _TERMINATED, Matcher
+from grammask.parser.kernels import ALWAYS, UNKNOWN, add_marked_classes, feed_sequence
 
 if TYPE_CHECKING:
     from grammask.engine import MatcherView
 
 # Plan columns, one plan row per matcher the kernel fills: its bitmask row, lexer state, pair (-1: terminated),
-# whether EOS is allowed, its top stack states ``states[a:b]`` (empty when the pair has no marked classes).
-_ROW, _LEX, _PAIR, _EOS, _STATES_A, _STATES_B = range(6)
+# whether EOS is allowed (1 or 0; _DECIDE: the kernel decides from the lexer state's ``end_table`` row and writes
+# ALWAYS, NEVER or UNKNOWN here), its top stack states top first ``states[a:b]`` (empty when neither the pair's marked
+# classes nor EOS need them), whether the pair has marked classes.
+_ROW, _LEX, _PAIR, _EOS, _STATES_A, _STATES_B, _MARKED = range(7)
+_COLUMNS = 7
+_DECIDE = -1
 # Cells of a group's control array: plan rows published, next row to take, planning done, rows filled, threads
-# that entered :func:`_work`.
-_READY, _NEXT, _DONE, _FILLED, _STARTED = range(5)
+# that entered :func:`_work`, rows filled that Python must finish (classes or EOS the kernel could not decide).
+_READY, _NEXT, _DONE, _FILLED, _STARTED, _LEFT = range(6)
 # Rows planned between two publications to the threads already filling (a row takes a few microseconds to plan):
 # 2 at first, so that they start soon, then twice as many each time up to ``_CHUNK``.
 _FIRST_CHUNK = 2
@@ -73,10 +78,11 @@ _SLEEP = 1e-4
 @nb.njit(cache=True, nogil=True)
 def _fill_row(i, bitmask, plan, states, n_unknown, memo, tables):
     """Fill ``bitmask[plan[i, _ROW]]``: the pair's mask, its marked classes the stack accepts
-    (:func:`add_marked_classes`), EOS; ``n_unknown[i]`` = classes left undecided; ``memo[i]`` = the row."""
+    (:func:`add_marked_classes`), EOS (decided here where the plan says so); ``n_unknown[i]`` = classes left
+    undecided; ``memo[i]`` = the row. Whether Python must finish the row (classes or EOS left undecided)."""
     (pair_mask, pair_marks, masks, marks_ptr, marks, state_span, state_class, state_lcp, state_dep, action, goto,
      rule_len, rule_lhs, seq_ptr, seq_terms, class_follow, follow_ptr, follow_terms, follow_any, word_ptr, words, bits,
-     eos_words, eos_bits) = tables
+     eos_words, eos_bits, end_table) = tables
     row = bitmask[plan[i, _ROW]]
     pair = plan[i, _PAIR]
     n = 0
@@ -85,20 +91,26 @@ def _fill_row(i, bitmask, plan, states, n_unknown, memo, tables):
     else:
         row[:] = masks[pair_mask[pair]]
         a, b = plan[i, _STATES_A], plan[i, _STATES_B]
-        if b > a:
-            q = plan[i, _LEX]
-            s0, s1 = state_span[q, 0], state_span[q, 1]
+        stack = np.empty(b - a, dtype=np.int32)  # bottom first
+        for k in range(b - a):
+            stack[k] = states[b - 1 - k]
+        q = plan[i, _LEX]
+        if plan[i, _EOS] == _DECIDE:
+            plan[i, _EOS] = feed_sequence(action, goto, rule_len, rule_lhs, stack, end_table[q, 1 : end_table[q, 0] + 1])
+        if plan[i, _MARKED]:
             m = pair_marks[pair]
+            s0, s1 = state_span[q, 0], state_span[q, 1]
             n = add_marked_classes(
-                row, action, goto, rule_len, rule_lhs, states[a:b], state_class[s0:s1], state_lcp[s0:s1],
+                row, action, goto, rule_len, rule_lhs, stack, state_class[s0:s1], state_lcp[s0:s1],
                 state_dep[s0:s1], marks[marks_ptr[m] : marks_ptr[m + 1]], seq_ptr, seq_terms, class_follow,
                 follow_ptr, follow_terms, follow_any, word_ptr, words, bits, np.empty(s1 - s0, dtype=np.int32))
     n_unknown[i] = n
-    if plan[i, _EOS]:
+    if plan[i, _EOS] == ALWAYS:
         for j in range(len(eos_words)):
             row[eos_words[j]] |= eos_bits[j]
     if pair >= 0:
         memo[i] = row
+    return n > 0 or plan[i, _EOS] == UNKNOWN
 
 
 @nb.njit(cache=True, nogil=True)
@@ -113,7 +125,8 @@ def _work(ctl, spin, bitmask, plan, states, n_unknown, memo, tables):
         i = atomic_load(ctl, _NEXT)
         if i < ready:
             if atomic_cas(ctl, _NEXT, i, i + 1) == i:
-                _fill_row(i, bitmask, plan, states, n_unknown, memo, tables)
+                if _fill_row(i, bitmask, plan, states, n_unknown, memo, tables):
+                    atomic_add(ctl, _LEFT, 1)
                 atomic_add(ctl, _FILLED, 1)
                 idle = 0
         elif done:
@@ -216,41 +229,53 @@ class _Group:
         self.view = view
         self.entries: list[tuple[Matcher, int, int]] = []  # per plan row: the matcher, its lexer state and pair
         self.chunk, self.max_chunk = chunk, max_chunk
-        self.ctl = np.zeros(5, dtype=np.int64)
-        self.plan = np.empty((capacity, 6), dtype=np.int64)
+        self.ctl = np.zeros(6, dtype=np.int64)
+        self.plan = np.empty((capacity, _COLUMNS), dtype=np.int64)
+        self._flat = self.plan.reshape(-1)
         self.states = np.empty(capacity * _STACK_VIEW, dtype=np.int32)
         self.n_unknown = np.zeros(capacity, dtype=np.int64)
         self.memo = np.empty((capacity, bitmask.shape[1]), dtype=np.int32)
         # The tables as they are now hold every pair looked up before (tables only grow).
         self.args = (bitmask, self.plan, self.states, self.n_unknown, self.memo, view.fill_args)
         self.planned = _Gate()
-        self._rows: list[tuple[int, ...]] = []
+        self._rows: list[int] = []  # the plan rows since the last publication, one after another
         self._tops: list[int] = []
         self._n_states = 0
+        self._n = 0  # rows planned
 
     def add(self, m: Matcher, row: int, q: int, pair: int) -> None:
         """Plan matcher ``m``'s row ``row`` (lexer state ``q``, ``pair`` from :func:`_pairs`) and give the matcher
-        its memo row (filled by the kernel, and by :meth:`finish` where Python decides classes)."""
-        a = self._n_states
+        its memo row (filled by the kernel, and by :meth:`finish` where Python decides classes or EOS)."""
+        a = b = self._n_states
         if pair < 0:
-            self._rows.append((row, 0, -1, 1, a, a))
+            self._rows += (row, 0, -1, 1, a, b, 0)
         else:
-            stack, post = m._stack, m._post
-            if self.view.pair_has_marks[pair]:
-                top = _top_list(stack, _STACK_VIEW)
-                self._tops += top
-                self._n_states += len(top)
-            self._rows.append((row, q, pair, int(m._accepts_end(q, stack, post)), a, self._n_states))
-            m._mask = self.memo[len(self.entries)]
+            view, stack, post = self.view, m._stack, m._post
+            if m._indenter is not None:
+                eos = int(m._accepts_end(q, stack, post))
+            else:
+                terms = view.end_terms(q)
+                eos = 0 if terms is None else _DECIDE if len(terms) <= END_WIDTH else int(m._accepts_end(q, stack, post))
+            marked = view.pair_has_marks[pair]
+            if marked or eos == _DECIDE:
+                tops, s, left = self._tops, stack, _STACK_VIEW
+                while s is not None and left:
+                    tops.append(s[0])
+                    s = s[1]
+                    left -= 1
+                b = self._n_states = a + _STACK_VIEW - left
+            self._rows += (row, q, pair, eos, a, b, marked)
+            m._mask = self.memo[self._n]
             m._mask_key = (q, stack, post)
         self.entries.append((m, q, pair))
-        if len(self._rows) == self.chunk:
+        self._n += 1
+        if len(self._rows) == self.chunk * _COLUMNS:
             self._publish()
 
     def _publish(self) -> None:
         """Hand the rows planned since the last time to the filling threads."""
-        n, b = len(self.entries), self._n_states
-        self.plan[n - len(self._rows) : n] = self._rows
+        n, b = self._n, self._n_states
+        self._flat[n * _COLUMNS - len(self._rows) : n * _COLUMNS] = self._rows
         self.states[b - len(self._tops) : b] = self._tops
         self._rows, self._tops = [], []
         self.chunk = min(2 * self.chunk, self.max_chunk)
@@ -279,13 +304,19 @@ class _Group:
 
     def finish(self, bitmask: np.ndarray) -> None:
         """The rows where the kernel left classes undecided (stacks deeper than it was given), as ``fill_mask``
-        makes them (its compiled check, then Python), and their memo rows again."""
+        makes them (its compiled check, then Python), EOS where the kernel could not decide it, and their memo rows
+        again."""
+        if not self.ctl[_LEFT]:
+            return
         view = self.view
-        for i in np.flatnonzero(self.n_unknown).tolist():
+        n = self._n
+        eos = self.plan[:n, _EOS]
+        for i in np.flatnonzero((self.n_unknown[:n] > 0) | (eos == UNKNOWN)).tolist():
             m, q, _ = self.entries[i]
             mask = bitmask[self.plan[i, _ROW]]
-            m._table_mask(mask, q, m._stack)
-            if self.plan[i, _EOS]:
+            if self.n_unknown[i]:
+                m._table_mask(mask, q, m._stack)
+            if eos[i] == ALWAYS or (eos[i] == UNKNOWN and m._accepts_end(q, m._stack, m._post)):
                 mask[view.eos_words] |= view.eos_bits
             self.memo[i] = mask
 

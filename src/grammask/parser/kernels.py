@@ -53,6 +53,19 @@ def feed_terminal(action, goto, rule_len, rule_lhs, stack, real, scratch, n_scra
         n_scratch += 1
 
 
+@nb.njit(cache=True, nogil=True)
+def feed_sequence(action, goto, rule_len, rule_lhs, stack, terminals):
+    """ALWAYS if ``stack`` (its top states, bottom first) takes every one of ``terminals`` in turn, NEVER if one is a
+    syntax error, UNKNOWN if the given states cannot decide (see :func:`feed_terminal`)."""
+    scratch = np.empty(_SCRATCH, dtype=np.int32)
+    real, n_scratch = len(stack), 0
+    for t in terminals:
+        status, real, n_scratch = feed_terminal(action, goto, rule_len, rule_lhs, stack, real, scratch, n_scratch, t)
+        if status != ALWAYS:
+            return status
+    return ALWAYS
+
+
 @nb.njit(cache=True)
 def check_classes(action, goto, rule_len, rule_lhs, stack, classes, lcp, seq_ptr, seq_terms, class_follow,
                   follow_ptr, follow_terms, follow_any, out):
