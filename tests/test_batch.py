@@ -325,8 +325,6 @@ def test_pool_threads_steered_off_the_callers_cpu_then_given_back_their_cpus():
 def test_eos_decided_in_python_where_the_kernel_cannot(monkeypatch):
     # End sequences too long for the kernel's table (none here: made so by a width of 0) and stacks deeper than the
     # kernel's 256 states that the end reduces through ("a" * depth + "b"): Python decides EOS, as fill_mask does.
-    from grammask import batch
-
     vocab = Vocabulary([b"a", b"b", b"c", b"ba", b"bc", b"ab", None], [6])
     compiled = compile(Grammar.from_lark(DEEP), vocab, cache=False)
     matchers = []
@@ -341,8 +339,9 @@ def test_eos_decided_in_python_where_the_kernel_cannot(monkeypatch):
     calls = []
     original = Matcher._accepts_end
     monkeypatch.setattr(Matcher, "_accepts_end", lambda self, *args: (calls.append(1), original(self, *args))[1])
-    for width in (batch.END_WIDTH, 0):
-        monkeypatch.setattr(batch, "END_WIDTH", width)
+    view = matchers[0]._rt
+    for width in (view.end_width, 0):
+        monkeypatch.setattr(view, "end_width", width)
         calls.clear()
         got = allocate_bitmask(len(matchers), vocab.n_logits)
         fill_masks([m.fork() for m in matchers], got, threads=2)

@@ -42,7 +42,6 @@ from grammask.atomics import (
     atomic_store,
     yield_cpu,
 )
-from grammask.engine import END_WIDTH
 from grammask.errors import ConfigurationError, MatcherStateError
 from grammask.matcher import _STACK_VIEW, _TERMINATED, Matcher
 from grammask.parser.kernels import ALWAYS, UNKNOWN, add_marked_classes, feed_sequence
@@ -255,7 +254,7 @@ class _Group:
                 eos = int(m._accepts_end(q, stack, post))
             else:
                 terms = view.end_terms(q)
-                eos = 0 if terms is None else _DECIDE if len(terms) <= END_WIDTH else int(m._accepts_end(q, stack, post))
+                eos = 0 if terms is None else _DECIDE if len(terms) <= view.end_width else int(m._accepts_end(q, stack, post))
             marked = view.pair_has_marks[pair]
             if marked or eos == _DECIDE:
                 tops, s, left = self._tops, stack, _STACK_VIEW

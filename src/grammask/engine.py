@@ -26,8 +26,6 @@ from grammask.vocab import Vocabulary
 _LEXER_FIELDS = ("trans", "accept", "produce", "ignored")
 _LEXER_OPTIONAL = ("restart", "branch_ptr", "branch_start", "branch_mode", "lr_mode", "mode_start", "ban_row", "ban",
                    "alt", "part_row", "parts", "part_bits")
-# The longest end-of-input terminal sequence (:meth:`MatcherView.end_terms`) the batch kernel takes from its table.
-END_WIDTH = 15
 _TABLE_ARRAYS = ("action", "goto", "rule_lhs", "rule_len", "rule_rhs", "dropped")
 
 
@@ -167,7 +165,8 @@ class MatcherView:
         self._end = int(tables.end)
         self._ends: list[tuple[int, ...] | None | bool] = [False] * n_states  # False: not looked up yet
         # Row q: how many terminals end_terms(q) has, then them (written before _ends[q], where they fit).
-        self.end_table = np.zeros((n_states, END_WIDTH + 1), dtype=np.int32)
+        self.end_width = 15
+        self.end_table = np.zeros((n_states, self.end_width + 1), dtype=np.int32)
         with t.lock:
             self._arrays()
 
@@ -185,13 +184,13 @@ class MatcherView:
     def end_terms(self, q: int) -> tuple[int, ...] | None:
         """The parser terminals the end of input makes the pending lexeme of lexer state ``q`` emit, the end marker
         last (the stack accepts the end iff it takes them all), or None where that lexeme is incomplete; those of
-        at most ``END_WIDTH`` terminals are also in ``end_table[q]``."""
+        at most ``end_width`` terminals are also in ``end_table[q]``."""
         seq = self._ends[q]
         if seq is False:
             finished = self._lexer.finish(q)
             term = self._parser_term
             seq = None if finished is None else (*[term[t] for t in finished if term[t] >= 0], self._end)
-            if seq is not None and len(seq) <= END_WIDTH:
+            if seq is not None and len(seq) <= self.end_width:
                 self.end_table[q, 1 : len(seq) + 1] = seq
                 self.end_table[q, 0] = len(seq)
             self._ends[q] = seq
