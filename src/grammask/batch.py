@@ -4,19 +4,21 @@
 Python first checks the arguments and looks up each matcher's pair of lexer state and top LR state
 (building the state's tables if need be), so every error comes before anything is written. Then it
 goes through the matchers once: a matcher whose state has not changed since its last mask reuses it;
-the others' rows are planned (the stack's top states when the pair has stack-dependent classes, the
-EOS decision) and published a few at a time, per compiled grammar, while ``n - 1`` pool threads
+the others' rows are planned (the stack's top states when the pair has stack-dependent classes or
+the end of input may be accepted: the lexer state's end terminals are looked up, not fed) and
+published a few at a time, per compiled grammar, while ``n - 1`` pool threads
 (``threads=n``, woken at the start of the call, and barred from the caller's CPU before that: a guest
 OS otherwise wakes them on it even with another CPU idle, and the two threads share one CPU) already
 fill them in a ``nogil`` Numba kernel: a
 thread takes the next published row by an atomic compare-and-swap (:mod:`grammask.atomics`), copies
-the pair's precomputed mask, adds the marked classes the stack accepts and EOS, and copies the row
-into the matcher's memo. When planning ends the calling thread fills too. A pool thread needs the GIL
+the pair's precomputed mask, adds the marked classes the stack accepts and EOS where the stack takes
+the end terminals, and copies the row into the matcher's memo. When planning ends the calling thread fills too. A pool thread needs the GIL
 only to enter the kernel (the caller waits for that without holding it) and then spins there for the
 next rows, so no hand-over waits for the interpreter's switch interval; spinning threads yield their
 CPU now and then, and a pool thread that the OS starts late takes fewer rows or none: no row waits
-for it. Rows the kernel cannot decide (classes that reduce below the top states it was given) are
-made again afterwards as ``fill_mask`` makes them, and token budgets are applied per row in Python.
+for it. Rows the kernel cannot decide (classes or the end that reduce below the top states it was
+given) are made again afterwards as ``fill_mask`` makes them, and token budgets are applied per row
+in Python; so is EOS with an indenter (its end closes blocks first).
 The memo rows of one call are rows of one array: a matcher kept after the others are gone keeps it.
 """
 
@@ -226,7 +228,7 @@ class _Group:
 
     def __init__(self, view: MatcherView, bitmask: np.ndarray, capacity: int, chunk: int, max_chunk: int):
         self.view = view
-        self.entries: list[tuple[Matcher, int, int]] = []  # per plan row: the matcher, its lexer state and pair
+        self.entries: list[Matcher] = []  # per plan row
         self.chunk, self.max_chunk = chunk, max_chunk
         self.ctl = np.zeros(6, dtype=np.int64)
         self.plan = np.empty((capacity, _COLUMNS), dtype=np.int64)
@@ -234,6 +236,7 @@ class _Group:
         self.states = np.empty(capacity * _STACK_VIEW, dtype=np.int32)
         self.n_unknown = np.zeros(capacity, dtype=np.int64)
         self.memo = np.empty((capacity, bitmask.shape[1]), dtype=np.int32)
+        self._memo_rows = list(self.memo)
         # The tables as they are now hold every pair looked up before (tables only grow).
         self.args = (bitmask, self.plan, self.states, self.n_unknown, self.memo, view.fill_args)
         self.planned = _Gate()
@@ -257,16 +260,16 @@ class _Group:
                 eos = 0 if terms is None else _DECIDE if len(terms) <= view.end_width else int(m._accepts_end(q, stack, post))
             marked = view.pair_has_marks[pair]
             if marked or eos == _DECIDE:
-                tops, s, left = self._tops, stack, _STACK_VIEW
+                append, s, left = self._tops.append, stack, _STACK_VIEW
                 while s is not None and left:
-                    tops.append(s[0])
-                    s = s[1]
+                    state, s = s
+                    append(state)
                     left -= 1
                 b = self._n_states = a + _STACK_VIEW - left
             self._rows += (row, q, pair, eos, a, b, marked)
-            m._mask = self.memo[self._n]
+            m._mask = self._memo_rows[self._n]
             m._mask_key = (q, stack, post)
-        self.entries.append((m, q, pair))
+        self.entries.append(m)
         self._n += 1
         if len(self._rows) == self.chunk * _COLUMNS:
             self._publish()
@@ -290,7 +293,7 @@ class _Group:
         """Publish the last rows (none if planning ``failed``: then the matchers forget the memo rows they were
         given), fill what is left on this thread and wait for the rows pool threads took."""
         if failed:
-            for m, _, _ in self.entries:
+            for m in self.entries:
                 m._mask_key = None
         elif self._rows:
             self._publish()
@@ -311,7 +314,7 @@ class _Group:
         n = self._n
         eos = self.plan[:n, _EOS]
         for i in np.flatnonzero((self.n_unknown[:n] > 0) | (eos == UNKNOWN)).tolist():
-            m, q, _ = self.entries[i]
+            m, q = self.entries[i], int(self.plan[i, _LEX])
             mask = bitmask[self.plan[i, _ROW]]
             if self.n_unknown[i]:
                 m._table_mask(mask, q, m._stack)
