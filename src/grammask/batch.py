@@ -385,7 +385,7 @@ def _counted_near(m: Matcher) -> bool:
 
 
 def _check_args(matchers: Sequence[Matcher], bitmask: np.ndarray, indices: Sequence[int] | None,
-                threads: int) -> list[int]:
+                threads: int) -> Sequence[int]:
     """The row of each matcher; :class:`ConfigurationError` for the argument errors :func:`fill_masks` names (but
     the rows' width, :func:`_pairs`)."""
     if not isinstance(bitmask, np.ndarray) or bitmask.ndim != 2 or bitmask.dtype != np.int32:
@@ -398,7 +398,7 @@ def _check_args(matchers: Sequence[Matcher], bitmask: np.ndarray, indices: Seque
     if indices is None:
         if n_rows < len(matchers):
             raise ConfigurationError(f"bitmask has {n_rows} rows for {len(matchers)} matchers")
-        rows = list(range(len(matchers)))
+        rows = range(len(matchers))
     else:
         try:
             rows = [operator.index(r) for r in indices]
