@@ -13,7 +13,7 @@ import pytest
 from conftest import get_compiled, get_vocab
 from lark.indenter import Indenter
 
-from grammask import Grammar, Vocabulary, compile
+from grammask import Compiler, Grammar, Vocabulary, compile
 from grammask.batch import fill_masks
 from grammask.bitmask import allocate_bitmask, bitmask_words
 from grammask.engine import MatcherView
@@ -270,6 +270,7 @@ def test_error_while_planning_leaves_no_stale_memo(monkeypatch):
     with pytest.raises(RuntimeError, match="injected"):
         fill_masks(matchers, got, threads=2)
     monkeypatch.setattr(MatcherView, "end_terms", original)
+    assert not got.any()  # rows filled before the error never reach the bitmask
     assert all(m._mask_key is None for m in matchers if not m.is_terminated())
     again = np.zeros_like(expected)
     for i, m in enumerate(matchers):
@@ -392,8 +393,9 @@ def test_kernel_runs_without_the_gil():
     matchers = [m for m in matchers if not m.is_terminated()]
     expected = _one_by_one(matchers, len(matchers), list(range(len(matchers))))
     got = allocate_bitmask(len(matchers), vocab.n_logits)
-    group = batch._Group(matchers[0]._rt, got, len(matchers), 1, 1)
-    pairs = batch._pairs(matchers, got)
+    view = matchers[0]._rt
+    pairs = [view.pairs(m.lexer_state)[m.stack[0]] for m in matchers]
+    group = batch._Group(view, got, len(matchers), 1, 1)
     finished = []
     helper = threading.Thread(target=lambda: finished.append(batch._work(group.ctl, 1 << 31, *group.args)))
     helper.start()
@@ -409,3 +411,22 @@ def test_kernel_runs_without_the_gil():
     group.finish(got)
     assert finished == [True] and filled_by_helper == len(matchers)
     assert (got == expected).all()
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_states_built_during_the_call(monkeypatch, threads):
+    # A lazy compile builds a lexer state's tables when a row first needs them: the rows planned before were given the
+    # tables as they were, the later ones go to another group that has the grown tables.
+    from grammask import batch
+
+    vocab = get_vocab("smollm2")
+    compiled = Compiler(vocab, cache=False, lazy=True).compile(Grammar.from_json_schema(_jme_schema("JME_7")))
+    matchers = _mid_document_matchers(compiled, vocab, seed=50 + threads, n=40, budgets=False)
+    built = int(compiled._engine.masks.built.sum())
+    groups = []
+    original = batch._Group.__init__
+    monkeypatch.setattr(batch._Group, "__init__", lambda self, *args: (groups.append(1), original(self, *args))[1])
+    got = np.full((len(matchers), bitmask_words(vocab.n_logits)), 7, dtype=np.int32)
+    fill_masks(matchers, got, threads=threads)
+    assert int(compiled._engine.masks.built.sum()) > built and len(groups) > 1
+    assert (got == _one_by_one(matchers, len(matchers), list(range(len(matchers))))).all()

@@ -59,8 +59,11 @@ _ROW, _LEX, _PAIR, _EOS, _STATES_A, _STATES_B, _MARKED = range(7)
 _COLUMNS = 7
 _DECIDE = -1
 # Cells of a group's control array: plan rows published, next row to take, planning done, rows filled, threads
-# that entered :func:`_work`, rows filled that Python must finish (classes or EOS the kernel could not decide).
-_READY, _NEXT, _DONE, _FILLED, _STARTED, _LEFT = range(6)
+# that entered :func:`_work`, rows filled that Python must finish (classes or EOS the kernel could not decide),
+# planning succeeded (rows may go to the bitmask), next row to copy there, rows copied (or found copied).
+_READY, _NEXT, _DONE, _FILLED, _STARTED, _LEFT, _VALID, _NEXT_COPY, _COPIED = range(9)
+# A plan row's flag: not filled yet, filled in its memo row only, in the bitmask too.
+_EMPTY, _IN_MEMO, _COPIED_OUT = range(3)
 # Rows planned between two publications to the threads already filling (a row takes a few microseconds to plan):
 # 2 at first, so that they start soon, then twice as many each time up to ``_CHUNK``.
 _FIRST_CHUNK = 2
@@ -77,14 +80,14 @@ _SLEEP = 1e-4
 
 
 @nb.njit(cache=True, nogil=True)
-def _fill_row(i, bitmask, plan, states, n_unknown, memo, tables):
-    """Fill ``bitmask[plan[i, _ROW]]``: the pair's mask, its marked classes the stack accepts
-    (:func:`add_marked_classes`), EOS (decided here where the plan says so); ``n_unknown[i]`` = classes left
-    undecided; ``memo[i]`` = the row. Whether Python must finish the row (classes or EOS left undecided)."""
+def _fill_row(i, plan, states, n_unknown, memo, tables):
+    """Fill ``memo[i]``: the pair's mask, its marked classes the stack accepts (:func:`add_marked_classes`), EOS
+    (decided here where the plan says so); ``n_unknown[i]`` = classes left undecided. Whether Python must finish the
+    row (classes or EOS left undecided)."""
     (pair_mask, pair_marks, masks, marks_ptr, marks, state_span, state_class, state_lcp, state_dep, action, goto,
      rule_len, rule_lhs, seq_ptr, seq_terms, class_follow, follow_ptr, follow_terms, follow_any, word_ptr, words, bits,
      eos_words, eos_bits, end_table) = tables
-    row = bitmask[plan[i, _ROW]]
+    row = memo[i]
     pair = plan[i, _PAIR]
     n = 0
     if pair < 0:
@@ -109,15 +112,14 @@ def _fill_row(i, bitmask, plan, states, n_unknown, memo, tables):
     if plan[i, _EOS] == ALWAYS:
         for j in range(len(eos_words)):
             row[eos_words[j]] |= eos_bits[j]
-    if pair >= 0:
-        memo[i] = row
     return n > 0 or plan[i, _EOS] == UNKNOWN
 
 
 @nb.njit(cache=True, nogil=True)
-def _work(ctl, spin, bitmask, plan, states, n_unknown, memo, tables):
+def _work(ctl, spin, bitmask, plan, states, n_unknown, memo, flags, tables):
     """Take published plan rows one at a time (``ctl[_NEXT]``) and fill them (:func:`_fill_row`) until planning is
-    done and none is left (True), or until ``spin`` polls in a row found nothing new to take (False)."""
+    done and none is left (True), or until ``spin`` polls in a row found nothing new to take (False). A row goes to
+    the bitmask once planning has succeeded: at once if it has, else by :func:`_copy_out` after it."""
     atomic_add(ctl, _STARTED, 1)
     idle = 0
     while True:
@@ -126,11 +128,18 @@ def _work(ctl, spin, bitmask, plan, states, n_unknown, memo, tables):
         i = atomic_load(ctl, _NEXT)
         if i < ready:
             if atomic_cas(ctl, _NEXT, i, i + 1) == i:
-                if _fill_row(i, bitmask, plan, states, n_unknown, memo, tables):
+                if _fill_row(i, plan, states, n_unknown, memo, tables):
                     atomic_add(ctl, _LEFT, 1)
+                if atomic_load(ctl, _VALID):
+                    bitmask[plan[i, _ROW]] = memo[i]
+                    atomic_store(flags, i, _COPIED_OUT)
+                else:
+                    atomic_store(flags, i, _IN_MEMO)
                 atomic_add(ctl, _FILLED, 1)
                 idle = 0
         elif done:
+            if atomic_load(ctl, _VALID):
+                _copy_out(ctl, bitmask, plan, memo, flags)
             return True
         else:
             idle += 1
@@ -138,6 +147,26 @@ def _work(ctl, spin, bitmask, plan, states, n_unknown, memo, tables):
                 return False
             if idle % _YIELD_EVERY == 0:
                 yield_cpu()  # on a busy machine the thread that plans the rows may be waiting for this CPU
+
+
+@nb.njit(cache=True, nogil=True, inline="always")
+def _copy_out(ctl, bitmask, plan, memo, flags):
+    """Copy to the bitmask, one at a time (``ctl[_NEXT_COPY]``), the rows filled before planning succeeded (waiting
+    for those still being filled)."""
+    ready = atomic_load(ctl, _READY)
+    while True:
+        j = atomic_load(ctl, _NEXT_COPY)
+        if j >= ready:
+            return
+        if atomic_cas(ctl, _NEXT_COPY, j, j + 1) == j:
+            k = 0
+            while atomic_load(flags, j) == _EMPTY:  # another thread fills it now
+                k += 1
+                if k % _YIELD_EVERY == 0:
+                    yield_cpu()
+            if atomic_load(flags, j) == _IN_MEMO:
+                bitmask[plan[j, _ROW]] = memo[j]
+            atomic_add(ctl, _COPIED, 1)
 
 
 @nb.njit(cache=True, nogil=True)
@@ -221,7 +250,8 @@ os.register_at_fork(after_in_child=_new_pool)
 
 
 class _Group:
-    """The rows of one engine's matchers: :meth:`add` plans each (top stack states, EOS) and publishes them
+    """The rows of one engine's matchers (while its tables do not grow): :meth:`add` plans each (top stack states,
+    EOS) and publishes them
     a few at a time to the pool threads, which fill them meanwhile (:meth:`help`) (with no pool threads, all
     at once: ``chunk`` = ``max_chunk`` = the number of matchers); :meth:`fill` fills what is left on this
     thread; :meth:`finish` is Python's part."""
@@ -230,15 +260,17 @@ class _Group:
         self.view = view
         self.entries: list[Matcher] = []  # per plan row
         self.chunk, self.max_chunk = chunk, max_chunk
-        self.ctl = np.zeros(6, dtype=np.int64)
+        self.ctl = np.zeros(9, dtype=np.int64)
+        self.flags = np.zeros(capacity, dtype=np.int64)  # per plan row, _EMPTY, _IN_MEMO or _COPIED_OUT
         self.plan = np.empty((capacity, _COLUMNS), dtype=np.int64)
         self._flat = self.plan.reshape(-1)
         self.states = np.empty(capacity * _STACK_VIEW, dtype=np.int32)
         self.n_unknown = np.zeros(capacity, dtype=np.int64)
         self.memo = np.empty((capacity, bitmask.shape[1]), dtype=np.int32)
         self._memo_rows = list(self.memo)
-        # The tables as they are now hold every pair looked up before (tables only grow).
-        self.args = (bitmask, self.plan, self.states, self.n_unknown, self.memo, view.fill_args)
+        # The tables as they are now hold every pair looked up before (tables only grow; :func:`_plan` starts another
+        # group where a lookup builds a state).
+        self.args = (bitmask, self.plan, self.states, self.n_unknown, self.memo, self.flags, view.fill_args)
         self.planned = _Gate()
         self._rows: list[int] = []  # the plan rows since the last publication, one after another
         self._tops: list[int] = []
@@ -290,19 +322,23 @@ class _Group:
             _work(self.ctl, _SPIN_ROWS, *self.args)
 
     def fill(self, failed: bool = False) -> None:
-        """Publish the last rows (none if planning ``failed``: then the matchers forget the memo rows they were
-        given), fill what is left on this thread and wait for the rows pool threads took."""
+        """Publish the last rows and let the rows go to the bitmask (unless planning ``failed``: then the bitmask is
+        left as it was and the matchers forget the memo rows they were given), fill what is left on this thread and
+        wait for the rows pool threads took."""
+        ctl = self.ctl
         if failed:
             for m in self.entries:
                 m._mask_key = None
-        elif self._rows:
-            self._publish()
-        ctl = self.ctl
+        else:
+            if self._rows:
+                self._publish()
+            _publish(ctl, _VALID, 1)
         _publish(ctl, _DONE, 1)
         self.planned.open()
         _work(ctl, _SPIN_ROWS, *self.args)
-        while not _wait(ctl, _FILLED, ctl[_READY], _SPIN_FILLED):
-            time.sleep(_SLEEP)  # a pool thread still fills a row it took (or the OS stopped it meanwhile)
+        for cell in (_FILLED,) if failed else (_FILLED, _COPIED):
+            while not _wait(ctl, cell, ctl[_READY], _SPIN_FILLED):
+                time.sleep(_SLEEP)  # a pool thread still fills a row it took (or the OS stopped it meanwhile)
 
     def finish(self, bitmask: np.ndarray) -> None:
         """The rows where the kernel left classes undecided (stacks deeper than it was given), as ``fill_mask``
@@ -354,29 +390,51 @@ def _help(groups: list[_Group], started: _Gate, cpus: set[int] | None) -> None:
         group.help()
 
 
-def _pairs(matchers: Sequence[Matcher], bitmask: np.ndarray) -> list[int]:
-    """Each matcher's pair of lexer state and top LR state (-1 after EOS), its state's tables built first if need be.
+def _plan(matchers: Sequence[Matcher], rows: Sequence[int], bitmask: np.ndarray, helpers: int, started: _Gate,
+          groups: list[_Group]) -> tuple[list[tuple[Matcher, int]], ...]:
+    """Plan the rows the kernel fills into ``groups`` (one per compiled grammar, and a new one where looking up a pair
+    built a state's tables: the groups before hold the tables as they were), publishing them as it goes; the
+    matchers (with their rows) whose memo holds their mask, those Python makes the mask of, and those with budgets.
 
     Raises :class:`ConfigurationError` if ``bitmask``'s rows are not as wide as a matcher's vocabulary needs, and
-    :class:`MatcherStateError` as ``fill_mask`` does when no mask table covers a state it would look up.
+    :class:`MatcherStateError` as ``fill_mask`` does when no mask table covers a state it would look up (before
+    any row reaches the bitmask: see :meth:`_Group.fill`).
     """
-    out = []
+    current: dict[int, _Group] = {}
+    memo: list[tuple[Matcher, int]] = []
+    own: list[tuple[Matcher, int]] = []
+    budgeted: list[tuple[Matcher, int]] = []
     view = None
-    for m in matchers:
+    for m, row in zip(matchers, rows, strict=True):
         if m._rt is not view:  # a batch's matchers mostly share one grammar: one check for a run of them
             view = m._rt
             if bitmask.shape[1] != view.n_words:
                 raise ConfigurationError(f"bitmask rows have {bitmask.shape[1]} words, expected {view.n_words} for "
                                          f"{m.compiled.vocab.n_logits} logits")
         q = m._lexstate
-        if q == _TERMINATED:
-            out.append(-1)
-            continue
-        pair = (view.pair_index[q] or view.pairs(q))[m._stack[0]]
-        if pair < 0 and not (m._memo_valid() or _counted_near(m)):
-            raise MatcherStateError(f"internal error: no mask table for lexer state {q} with LR state {m._stack[0]}")
-        out.append(pair)
-    return out
+        pair = -1
+        if q != _TERMINATED:
+            if m._budget is not None:
+                budgeted.append((m, row))
+            if m._memo_valid():  # also a matcher named twice, planned before
+                memo.append((m, row))
+                continue
+            if _counted_near(m):
+                own.append((m, row))
+                continue
+            pair = (view.pair_index[q] or view.pairs(q))[m._stack[0]]
+            if pair < 0:
+                raise MatcherStateError(f"internal error: no mask table for lexer state {q} with LR state {m._stack[0]}")
+        group = current.get(id(view))
+        if group is None or group.args[-1] is not view.fill_args:
+            chunks = (_FIRST_CHUNK, _CHUNK) if helpers else (len(matchers), len(matchers))
+            group = current[id(view)] = _Group(view, bitmask, len(matchers), *chunks)
+            groups.append(group)
+            if helpers and len(groups) == 1:
+                started.open()
+                _wait(group.ctl, _STARTED, helpers, _SPIN_START)  # no GIL held meanwhile: pool threads enter
+        group.add(m, row, q, pair)
+    return memo, own, budgeted
 
 
 def _counted_near(m: Matcher) -> bool:
@@ -440,37 +498,9 @@ def fill_masks(matchers: Sequence[Matcher], bitmask: np.ndarray, indices: Sequen
         cpu = _current_cpu()
         cpus = None if cpu < 0 else os.sched_getaffinity(0)
         _pool.run(lambda: _help(groups, started, cpus), helpers, cpu)
-    try:
-        pairs = _pairs(matchers, bitmask)
-    except BaseException:
-        started.open()
-        raise
-    by_view: dict[int, _Group] = {}
-    memo: list[tuple[Matcher, int]] = []
-    own: list[tuple[Matcher, int]] = []
-    budgeted: list[tuple[Matcher, int]] = []
     failed = True
     try:
-        for m, row, pair in zip(matchers, rows, pairs, strict=True):
-            q = m._lexstate
-            if q != _TERMINATED:
-                if m._budget is not None:
-                    budgeted.append((m, row))
-                if m._memo_valid():  # also a matcher named twice, planned before
-                    memo.append((m, row))
-                    continue
-                if _counted_near(m):
-                    own.append((m, row))
-                    continue
-            group = by_view.get(id(m._rt))
-            if group is None:
-                chunks = (_FIRST_CHUNK, _CHUNK) if helpers else (len(matchers), len(matchers))
-                group = by_view[id(m._rt)] = _Group(m._rt, bitmask, len(matchers), *chunks)
-                groups.append(group)
-                if helpers and len(groups) == 1:
-                    started.open()
-                    _wait(group.ctl, _STARTED, helpers, _SPIN_START)  # no GIL held meanwhile: pool threads enter
-            group.add(m, row, q, pair)
+        memo, own, budgeted = _plan(matchers, rows, bitmask, helpers, started, groups)
         failed = False
     finally:
         started.open()
