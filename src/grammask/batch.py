@@ -1,24 +1,24 @@
 """Masks for many matchers in one call, filled in native code with the GIL released.
 
 :func:`fill_masks` writes, for every matcher, exactly the row its own ``fill_mask`` would write.
-Python first checks the arguments and looks up each matcher's pair of lexer state and top LR state
-(building the state's tables if need be), so every error comes before anything is written. Then it
-goes through the matchers once: a matcher whose state has not changed since its last mask reuses it;
-the others' rows are planned (the stack's top states when the pair has stack-dependent classes or
-the end of input may be accepted: the lexer state's end terminals are looked up, not fed) and
-published a few at a time, per compiled grammar, while ``n - 1`` pool threads
-(``threads=n``, woken at the start of the call, and barred from the caller's CPU before that: a guest
-OS otherwise wakes them on it even with another CPU idle, and the two threads share one CPU) already
-fill them in a ``nogil`` Numba kernel: a
-thread takes the next published row by an atomic compare-and-swap (:mod:`grammask.atomics`), copies
-the pair's precomputed mask, adds the marked classes the stack accepts and EOS where the stack takes
-the end terminals, and copies the row into the matcher's memo. When planning ends the calling thread fills too. A pool thread needs the GIL
-only to enter the kernel (the caller waits for that without holding it) and then spins there for the
-next rows, so no hand-over waits for the interpreter's switch interval; spinning threads yield their
-CPU now and then, and a pool thread that the OS starts late takes fewer rows or none: no row waits
-for it. Rows the kernel cannot decide (classes or the end that reduce below the top states it was
-given) are made again afterwards as ``fill_mask`` makes them, and token budgets are applied per row
-in Python; so is EOS with an indenter (its end closes blocks first).
+Python checks the arguments, then goes through the matchers once: a matcher whose state has not
+changed since its last mask reuses it; for the others it looks up the pair of lexer state and top LR
+state (building the state's tables if need be) and plans the row (the stack's top states when the pair
+has stack-dependent classes or the end of input may be accepted: the lexer state's end terminals are
+looked up, not fed), publishing the rows a few at a time, per compiled grammar and tables, while
+``n - 1`` pool threads (``threads=n``, woken at the start of the call, and barred from the caller's CPU
+before that: a guest OS otherwise wakes them on it even with another CPU idle, and the two threads
+share one CPU) already fill them in a ``nogil`` Numba kernel: a thread takes the next published row
+by an atomic compare-and-swap (:mod:`grammask.atomics`), copies the pair's precomputed mask into the
+matcher's memo row, adds the marked classes the stack accepts and EOS where the stack takes the end
+terminals, and copies the row into the bitmask once planning has succeeded (rows filled before, after
+it): an error while planning leaves the bitmask as it was. When planning ends the calling thread fills
+too. A pool thread needs the GIL only to enter the kernel (the caller waits for that without holding
+it) and then spins there for the next rows, so no hand-over waits for the interpreter's switch
+interval; spinning threads yield their CPU now and then, and a pool thread that the OS starts late
+takes fewer rows or none: no row waits for it. Rows the kernel cannot decide (classes or the end that
+reduce below the top states it was given) are made again afterwards as ``fill_mask`` makes them, and
+token budgets are applied per row in Python; so is EOS with an indenter (its end closes blocks first).
 The memo rows of one call are rows of one array: a matcher kept after the others are gone keeps it.
 """
 
@@ -481,7 +481,7 @@ def fill_masks(matchers: Sequence[Matcher], bitmask: np.ndarray, indices: Sequen
     ``bitmask`` is a 2-D int32 array of mask rows (xgrammar/vLLM layout) as wide as the matchers'
     vocabulary needs; the matchers may come from different compiled grammars of that vocabulary.
     The masks are filled in native code with the GIL released, the rows split over ``threads``
-    threads; the Python work per matcher (gathering its state, deciding EOS, budgets) stays on the
+    threads; the Python work per matcher (gathering its state, planning its row, budgets) stays on the
     calling thread, while the other threads already fill the rows planned so far. Rows not named
     are left as they are (the bitmask may have more rows than matchers, as xgrammar's batched fill
     allows).
