@@ -46,7 +46,13 @@ from grammask.atomics import (
 )
 from grammask.errors import ConfigurationError, MatcherStateError
 from grammask.matcher import _STACK_VIEW, _TERMINATED, Matcher
-from grammask.parser.kernels import ALWAYS, UNKNOWN, add_marked_classes, feed_sequence
+from grammask.parser.kernels import (
+    ALWAYS,
+    SCRATCH,
+    UNKNOWN,
+    add_marked_classes,
+    feed_sequence,
+)
 
 if TYPE_CHECKING:
     from grammask.engine import MatcherView
@@ -80,10 +86,11 @@ _SLEEP = 1e-4
 
 
 @nb.njit(cache=True, nogil=True)
-def _fill_row(i, plan, states, n_unknown, memo, tables):
+def _fill_row(i, plan, states, n_unknown, memo, tables, stack_room, scratch):
     """Fill ``memo[i]``: the pair's mask, its marked classes the stack accepts (:func:`add_marked_classes`), EOS
     (decided here where the plan says so); ``n_unknown[i]`` = classes left undecided. Whether Python must finish the
-    row (classes or EOS left undecided)."""
+    row (classes or EOS left undecided). ``stack_room`` and ``scratch``: a thread's room for the stack's top states
+    and for :func:`feed_sequence`."""
     (pair_mask, pair_marks, masks, marks_ptr, marks, state_span, state_class, state_lcp, state_dep, action, goto,
      rule_len, rule_lhs, seq_ptr, seq_terms, class_follow, follow_ptr, follow_terms, follow_any, word_ptr, words, bits,
      eos_words, eos_bits, end_table) = tables
@@ -95,12 +102,13 @@ def _fill_row(i, plan, states, n_unknown, memo, tables):
     else:
         row[:] = masks[pair_mask[pair]]
         a, b = plan[i, _STATES_A], plan[i, _STATES_B]
-        stack = np.empty(b - a, dtype=np.int32)  # bottom first
+        stack = stack_room[: b - a]  # bottom first
         for k in range(b - a):
             stack[k] = states[b - 1 - k]
         q = plan[i, _LEX]
         if plan[i, _EOS] == _DECIDE:
-            plan[i, _EOS] = feed_sequence(action, goto, rule_len, rule_lhs, stack, end_table[q, 1 : end_table[q, 0] + 1])
+            ends = end_table[q, 1 : end_table[q, 0] + 1]
+            plan[i, _EOS] = feed_sequence(action, goto, rule_len, rule_lhs, stack, ends, scratch)
         if plan[i, _MARKED]:
             m = pair_marks[pair]
             s0, s1 = state_span[q, 0], state_span[q, 1]
@@ -121,6 +129,8 @@ def _work(ctl, spin, bitmask, plan, states, n_unknown, memo, flags, tables):
     done and none is left (True), or until ``spin`` polls in a row found nothing new to take (False). A row goes to
     the bitmask once planning has succeeded: at once if it has, else by :func:`_copy_out` after it."""
     atomic_add(ctl, _STARTED, 1)
+    stack_room = np.empty(_STACK_VIEW, dtype=np.int32)
+    scratch = np.empty(SCRATCH, dtype=np.int32)
     idle = 0
     while True:
         done = atomic_load(ctl, _DONE)
@@ -128,7 +138,7 @@ def _work(ctl, spin, bitmask, plan, states, n_unknown, memo, flags, tables):
         i = atomic_load(ctl, _NEXT)
         if i < ready:
             if atomic_cas(ctl, _NEXT, i, i + 1) == i:
-                if _fill_row(i, plan, states, n_unknown, memo, tables):
+                if _fill_row(i, plan, states, n_unknown, memo, tables, stack_room, scratch):
                     atomic_add(ctl, _LEFT, 1)
                 if atomic_load(ctl, _VALID):
                     bitmask[plan[i, _ROW]] = memo[i]
