@@ -1,8 +1,8 @@
 """Where one thread's batched fill goes, and what that leaves a second thread to gain (Amdahl).
 
 On the batch benchmark's states and conditions (fresh matcher copies, a 50 ms pause before each call,
-128 rows, one call), ``fill_masks(threads=1)`` is cut at its phases: before the loop (argument checks,
-each matcher's pair looked up), the loop (sorting the matchers, planning each row in Python), the
+128 rows, one call), ``fill_masks(threads=1)`` is cut at its phases: before the loop (argument checks),
+the loop (each matcher's pair looked up, sorting the matchers, planning each row in Python), the
 kernel, and after (rows of deep stacks, budgets). With ``threads=2`` the loop overlaps the pool
 thread's filling, so only "before" and "after" stay serial: the printed bound is
 ``total / (serial + (loop + kernel) / 2)`` (medians over the calls of the share and the bound). Also the pool thread's wake-up after the pause (queue put
@@ -47,8 +47,8 @@ def phases(engine, n_logits: int, repeat: int) -> dict[str, float]:
 
         setattr(owner, name, wrapper)
 
-    saved = (batch._pairs, batch._Group.fill, batch._work)
-    timed(batch, "_pairs", "pairs")
+    saved = (batch._plan, batch._Group.fill, batch._work)
+    timed(batch, "_plan", "plan")
     timed(batch._Group, "fill", "fill")
     timed(batch, "_work", "work")
     rows = []
@@ -60,10 +60,10 @@ def phases(engine, n_logits: int, repeat: int) -> dict[str, float]:
             t0 = time.perf_counter()
             batch.fill_masks(ms, bitmask, threads=1)
             t1 = time.perf_counter()
-            rows.append((marks["pairs-"] - t0, marks["work+"] - marks["pairs-"], marks["work-"] - marks["work+"],
+            rows.append((marks["plan+"] - t0, marks["work+"] - marks["plan+"], marks["work-"] - marks["work+"],
                          t1 - marks["work-"], t1 - t0))
     finally:
-        batch._pairs, batch._Group.fill, batch._work = saved
+        batch._plan, batch._Group.fill, batch._work = saved
     times = np.array(rows) * 1e3
     serial, overlapped = times[:, 0] + times[:, 3], times[:, 1] + times[:, 2]
     before, loop, kernel, after, total = np.median(times, axis=0)
@@ -73,7 +73,7 @@ def phases(engine, n_logits: int, repeat: int) -> dict[str, float]:
 
 def wake_up(repeat: int) -> np.ndarray:
     """Microseconds from handing a pool thread work to it running Python, each after the pause."""
-    ctl = np.zeros(5, dtype=np.int64)
+    ctl = np.zeros(9, dtype=np.int64)
     seen: list[float] = []
 
     def note() -> None:

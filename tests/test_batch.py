@@ -11,10 +11,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 from conftest import get_compiled, get_vocab
+from lark.indenter import Indenter
 
-from grammask import Grammar, Vocabulary, compile
+from grammask import Compiler, Grammar, Vocabulary, compile
 from grammask.batch import fill_masks
 from grammask.bitmask import allocate_bitmask, bitmask_words
+from grammask.engine import MatcherView
 from grammask.errors import ConfigurationError
 from grammask.matcher import Matcher
 from grammask.sampler import SentenceSampler
@@ -31,18 +33,18 @@ def _jme_schema(name: str) -> dict:
     pytest.skip(f"no {JME_SUBDIR} in a folder above the tests")
 
 
-def _mid_document_matchers(compiled, vocab: Vocabulary, seed: int, n: int) -> list[Matcher]:
-    """``n`` matchers at random cuts of sampled documents: with and without budgets, some after EOS."""
+def _mid_document_matchers(compiled, vocab: Vocabulary, seed: int, n: int, budgets: bool = True) -> list[Matcher]:
+    """``n`` matchers at random cuts of sampled documents: with and without budgets (if ``budgets``), some after EOS."""
     sampler = SentenceSampler(compiled.grammar, max_depth=8)
     rng = random.Random(seed)
     eos = min(vocab.eos_ids)
-    shortest = compiled.matcher().min_tokens_to_finish()
+    shortest = compiled.matcher().min_tokens_to_finish() if budgets else 0
     out = []
     while len(out) < n:
         tokens = vocab.encode(sampler.sample(rng))
         finish = rng.random() < 0.15
         cut = len(tokens) if finish else rng.randint(0, len(tokens))
-        budget = None if rng.random() < 0.5 else max(shortest, len(tokens) + 1) + rng.randint(0, 3)
+        budget = None if rng.random() < 0.5 or not budgets else max(shortest, len(tokens) + 1) + rng.randint(0, 3)
         m = compiled.matcher(max_tokens=budget)
         for t in tokens[:cut]:
             if not m.accept_token(t):  # a tight budget may refuse this tokenization: stop there
@@ -255,7 +257,7 @@ def test_error_while_planning_leaves_no_stale_memo(monkeypatch):
     matchers = _mid_document_matchers(compiled, get_vocab("smollm2"), seed=22, n=40)
     expected = _one_by_one(matchers, len(matchers), list(range(len(matchers))))
     calls = []
-    original = Matcher._accepts_end
+    original = MatcherView.end_terms
 
     def failing(self, *args):
         calls.append(1)
@@ -263,11 +265,12 @@ def test_error_while_planning_leaves_no_stale_memo(monkeypatch):
             raise RuntimeError("injected")
         return original(self, *args)
 
-    monkeypatch.setattr(Matcher, "_accepts_end", failing)
+    monkeypatch.setattr(MatcherView, "end_terms", failing)  # planning asks it once per row
     got = np.zeros_like(expected)
     with pytest.raises(RuntimeError, match="injected"):
         fill_masks(matchers, got, threads=2)
-    monkeypatch.setattr(Matcher, "_accepts_end", original)
+    monkeypatch.setattr(MatcherView, "end_terms", original)
+    assert not got.any()  # rows filled before the error never reach the bitmask
     assert all(m._mask_key is None for m in matchers if not m.is_terminated())
     again = np.zeros_like(expected)
     for i, m in enumerate(matchers):
@@ -318,3 +321,112 @@ def test_pool_threads_steered_off_the_callers_cpu_then_given_back_their_cpus():
     go.set()
     t.join(5)
     assert seen == [allowed - {cpu}, allowed]
+
+
+def test_eos_decided_in_python_where_the_kernel_cannot(monkeypatch):
+    # End sequences too long for the kernel's table (none here: made so by a width of 0) and stacks deeper than the
+    # kernel's 256 states that the end reduces through ("a" * depth + "b"): Python decides EOS, as fill_mask does.
+    vocab = Vocabulary([b"a", b"b", b"c", b"ba", b"bc", b"ab", None], [6])
+    compiled = compile(Grammar.from_lark(DEEP), vocab, cache=False)
+    matchers = []
+    cases = ((0, 1), (3, 1), (3, 0), (3, 4), (300, 1), (300, 0), (300, 4), (1000, 1))
+    for depth, last in cases:
+        m = compiled.matcher()
+        for t in [0] * depth + [last]:
+            m.advance(t)
+        matchers.append(m)
+    expected = _one_by_one(matchers, len(matchers), list(range(len(matchers))))
+    assert {bool(row[0] >> 6 & 1) for row in expected} == {False, True}  # EOS allowed in some rows only
+    calls = []
+    original = Matcher._accepts_end
+    monkeypatch.setattr(Matcher, "_accepts_end", lambda self, *args: (calls.append(1), original(self, *args))[1])
+    view = matchers[0]._rt
+    for width in (view.end_width, 0):
+        monkeypatch.setattr(view, "end_width", width)
+        calls.clear()
+        got = allocate_bitmask(len(matchers), vocab.n_logits)
+        fill_masks([m.fork() for m in matchers], got, threads=2)
+        assert (got == expected).all(), width
+        # Only the deep stacks ending in "b" or "bc" (the end reduces below the given states) are left to Python,
+        # unless no end sequence fits the table.
+        assert len(calls) == (3 if width else len(matchers))
+
+
+INDENTED = r"""
+start: _NL? stmt+
+stmt: NAME _NL | NAME ":" _NL _INDENT stmt+ _DEDENT
+NAME: /[a-z]+/
+_NL: /(\r?\n[\t ]*)+/
+%ignore " "
+%declare _INDENT _DEDENT
+"""
+
+
+class _TreeIndenter(Indenter):
+    NL_type = "_NL"
+    OPEN_PAREN_types: list[str] = []  # noqa: RUF012 - Lark's Indenter reads these class attributes
+    CLOSE_PAREN_types: list[str] = []  # noqa: RUF012
+    INDENT_type = "_INDENT"
+    DEDENT_type = "_DEDENT"
+    tab_len = 8
+    tab_rule = "cpython"  # and the end of input ends the last line, as CPython does
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_rows_equal_fill_mask_with_indentation(threads):
+    compiled = compile(Grammar.from_lark(INDENTED, postlex=_TreeIndenter(), lexer="basic"), get_vocab("smollm2"),
+                       cache=False)
+    matchers = _mid_document_matchers(compiled, get_vocab("smollm2"), seed=30 + threads, n=30, budgets=False)
+    # The end closes open blocks (a newline, dedents first): those ends are the indenter's.
+    matchers += [compiled.matcher(prefix=text) for text in ("a:\n  b\n", "a:\n  b:\n    c", "a:\n  b", "a:\n  ")]
+    assert all(m.is_accepting() for m in matchers[-4:-1]) and not all(m.is_accepting() for m in matchers)
+    _check(matchers, threads, seed=threads)
+
+
+def test_kernel_runs_without_the_gil():
+    # A thread fills the rows in the kernel while this one plans them in Python: that only works if the kernel
+    # lets go of the GIL. Held, the thread would spin its whole budget (seconds) and return False.
+    from grammask import batch
+
+    vocab = get_vocab("smollm2")
+    matchers = _mid_document_matchers(get_compiled("json", "smollm2"), vocab, seed=40, n=20, budgets=False)
+    matchers = [m for m in matchers if not m.is_terminated()]
+    expected = _one_by_one(matchers, len(matchers), list(range(len(matchers))))
+    got = allocate_bitmask(len(matchers), vocab.n_logits)
+    view = matchers[0]._rt
+    pairs = [view.pairs(m.lexer_state)[m.stack[0]] for m in matchers]
+    group = batch._Group(view, got, len(matchers), 1, 1)
+    finished = []
+    helper = threading.Thread(target=lambda: finished.append(batch._work(group.ctl, 1 << 31, *group.args)))
+    helper.start()
+    while not group.ctl[batch._STARTED]:
+        pass
+    for i, (m, pair) in enumerate(zip(matchers, pairs, strict=True)):
+        group.add(m, i, m.lexer_state, pair)  # Python, published row by row
+    while group.ctl[batch._FILLED] < len(matchers) and helper.is_alive():
+        pass
+    filled_by_helper = int(group.ctl[batch._FILLED])
+    group.fill()
+    helper.join()
+    group.finish(got)
+    assert finished == [True] and filled_by_helper == len(matchers)
+    assert (got == expected).all()
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_states_built_during_the_call(monkeypatch, threads):
+    # A lazy compile builds a lexer state's tables when a row first needs them: the rows planned before were given the
+    # tables as they were, the later ones go to another group that has the grown tables.
+    from grammask import batch
+
+    vocab = get_vocab("smollm2")
+    compiled = Compiler(vocab, cache=False, lazy=True).compile(Grammar.from_json_schema(_jme_schema("JME_7")))
+    matchers = _mid_document_matchers(compiled, vocab, seed=50 + threads, n=40, budgets=False)
+    built = int(compiled._engine.masks.built.sum())
+    groups = []
+    original = batch._Group.__init__
+    monkeypatch.setattr(batch._Group, "__init__", lambda self, *args: (groups.append(1), original(self, *args))[1])
+    got = np.full((len(matchers), bitmask_words(vocab.n_logits)), 7, dtype=np.int32)
+    fill_masks(matchers, got, threads=threads)
+    assert int(compiled._engine.masks.built.sum()) > built and len(groups) > 1
+    assert (got == _one_by_one(matchers, len(matchers), list(range(len(matchers))))).all()

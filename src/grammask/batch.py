@@ -1,22 +1,24 @@
 """Masks for many matchers in one call, filled in native code with the GIL released.
 
 :func:`fill_masks` writes, for every matcher, exactly the row its own ``fill_mask`` would write.
-Python first checks the arguments and looks up each matcher's pair of lexer state and top LR state
-(building the state's tables if need be), so every error comes before anything is written. Then it
-goes through the matchers once: a matcher whose state has not changed since its last mask reuses it;
-the others' rows are planned (the stack's top states when the pair has stack-dependent classes, the
-EOS decision) and published a few at a time, per compiled grammar, while ``n - 1`` pool threads
-(``threads=n``, woken at the start of the call, and barred from the caller's CPU before that: a guest
-OS otherwise wakes them on it even with another CPU idle, and the two threads share one CPU) already
-fill them in a ``nogil`` Numba kernel: a
-thread takes the next published row by an atomic compare-and-swap (:mod:`grammask.atomics`), copies
-the pair's precomputed mask, adds the marked classes the stack accepts and EOS, and copies the row
-into the matcher's memo. When planning ends the calling thread fills too. A pool thread needs the GIL
-only to enter the kernel (the caller waits for that without holding it) and then spins there for the
-next rows, so no hand-over waits for the interpreter's switch interval; spinning threads yield their
-CPU now and then, and a pool thread that the OS starts late takes fewer rows or none: no row waits
-for it. Rows the kernel cannot decide (classes that reduce below the top states it was given) are
-made again afterwards as ``fill_mask`` makes them, and token budgets are applied per row in Python.
+Python checks the arguments, then goes through the matchers once: a matcher whose state has not
+changed since its last mask reuses it; for the others it looks up the pair of lexer state and top LR
+state (building the state's tables if need be) and plans the row (the stack's top states when the pair
+has stack-dependent classes or the end of input may be accepted: the lexer state's end terminals are
+looked up, not fed), publishing the rows a few at a time, per compiled grammar and tables, while
+``n - 1`` pool threads (``threads=n``, woken at the start of the call, and barred from the caller's CPU
+before that: a guest OS otherwise wakes them on it even with another CPU idle, and the two threads
+share one CPU) already fill them in a ``nogil`` Numba kernel: a thread takes the next published row
+by an atomic compare-and-swap (:mod:`grammask.atomics`), copies the pair's precomputed mask into the
+matcher's memo row, adds the marked classes the stack accepts and EOS where the stack takes the end
+terminals, and copies the row into the bitmask once planning has succeeded (rows filled before, after
+it): an error while planning leaves the bitmask as it was. When planning ends the calling thread fills
+too. A pool thread needs the GIL only to enter the kernel (the caller waits for that without holding
+it) and then spins there for the next rows, so no hand-over waits for the interpreter's switch
+interval; spinning threads yield their CPU now and then, and a pool thread that the OS starts late
+takes fewer rows or none: no row waits for it. Rows the kernel cannot decide (classes or the end that
+reduce below the top states it was given) are made again afterwards as ``fill_mask`` makes them, and
+token budgets are applied per row in Python; so is EOS with an indenter (its end closes blocks first).
 The memo rows of one call are rows of one array: a matcher kept after the others are gone keeps it.
 """
 
@@ -43,18 +45,31 @@ from grammask.atomics import (
     yield_cpu,
 )
 from grammask.errors import ConfigurationError, MatcherStateError
-from grammask.matcher import _STACK_VIEW, _TERMINATED, Matcher, _top_list
-from grammask.parser.kernels import add_marked_classes
+from grammask.matcher import _STACK_VIEW, _TERMINATED, Matcher
+from grammask.parser.kernels import (
+    ALWAYS,
+    SCRATCH,
+    UNKNOWN,
+    add_marked_classes,
+    feed_sequence,
+)
 
 if TYPE_CHECKING:
     from grammask.engine import MatcherView
 
 # Plan columns, one plan row per matcher the kernel fills: its bitmask row, lexer state, pair (-1: terminated),
-# whether EOS is allowed, its top stack states ``states[a:b]`` (empty when the pair has no marked classes).
-_ROW, _LEX, _PAIR, _EOS, _STATES_A, _STATES_B = range(6)
+# whether EOS is allowed (1 or 0; _DECIDE: the kernel decides from the lexer state's ``end_table`` row and writes
+# ALWAYS, NEVER or UNKNOWN here), its top stack states top first ``states[a:b]`` (empty when neither the pair's marked
+# classes nor EOS need them), whether the pair has marked classes.
+_ROW, _LEX, _PAIR, _EOS, _STATES_A, _STATES_B, _MARKED = range(7)
+_COLUMNS = 7
+_DECIDE = -1
 # Cells of a group's control array: plan rows published, next row to take, planning done, rows filled, threads
-# that entered :func:`_work`.
-_READY, _NEXT, _DONE, _FILLED, _STARTED = range(5)
+# that entered :func:`_work`, rows filled that Python must finish (classes or EOS the kernel could not decide),
+# planning succeeded (rows may go to the bitmask), next row to copy there, rows copied (or found copied).
+_READY, _NEXT, _DONE, _FILLED, _STARTED, _LEFT, _VALID, _NEXT_COPY, _COPIED = range(9)
+# A plan row's flag: not filled yet, filled in its memo row only, in the bitmask too.
+_EMPTY, _IN_MEMO, _COPIED_OUT = range(3)
 # Rows planned between two publications to the threads already filling (a row takes a few microseconds to plan):
 # 2 at first, so that they start soon, then twice as many each time up to ``_CHUNK``.
 _FIRST_CHUNK = 2
@@ -71,13 +86,15 @@ _SLEEP = 1e-4
 
 
 @nb.njit(cache=True, nogil=True)
-def _fill_row(i, bitmask, plan, states, n_unknown, memo, tables):
-    """Fill ``bitmask[plan[i, _ROW]]``: the pair's mask, its marked classes the stack accepts
-    (:func:`add_marked_classes`), EOS; ``n_unknown[i]`` = classes left undecided; ``memo[i]`` = the row."""
+def _fill_row(i, plan, states, n_unknown, memo, tables, stack_room, scratch):
+    """Fill ``memo[i]``: the pair's mask, its marked classes the stack accepts (:func:`add_marked_classes`), EOS
+    (decided here where the plan says so); ``n_unknown[i]`` = classes left undecided. Whether Python must finish the
+    row (classes or EOS left undecided). ``stack_room`` and ``scratch``: a thread's room for the stack's top states
+    and for :func:`feed_sequence`."""
     (pair_mask, pair_marks, masks, marks_ptr, marks, state_span, state_class, state_lcp, state_dep, action, goto,
      rule_len, rule_lhs, seq_ptr, seq_terms, class_follow, follow_ptr, follow_terms, follow_any, word_ptr, words, bits,
-     eos_words, eos_bits) = tables
-    row = bitmask[plan[i, _ROW]]
+     eos_words, eos_bits, end_table) = tables
+    row = memo[i]
     pair = plan[i, _PAIR]
     n = 0
     if pair < 0:
@@ -85,27 +102,35 @@ def _fill_row(i, bitmask, plan, states, n_unknown, memo, tables):
     else:
         row[:] = masks[pair_mask[pair]]
         a, b = plan[i, _STATES_A], plan[i, _STATES_B]
-        if b > a:
-            q = plan[i, _LEX]
-            s0, s1 = state_span[q, 0], state_span[q, 1]
+        stack = stack_room[: b - a]  # bottom first
+        for k in range(b - a):
+            stack[k] = states[b - 1 - k]
+        q = plan[i, _LEX]
+        if plan[i, _EOS] == _DECIDE:
+            ends = end_table[q, 1 : end_table[q, 0] + 1]
+            plan[i, _EOS] = feed_sequence(action, goto, rule_len, rule_lhs, stack, ends, scratch)
+        if plan[i, _MARKED]:
             m = pair_marks[pair]
+            s0, s1 = state_span[q, 0], state_span[q, 1]
             n = add_marked_classes(
-                row, action, goto, rule_len, rule_lhs, states[a:b], state_class[s0:s1], state_lcp[s0:s1],
+                row, action, goto, rule_len, rule_lhs, stack, state_class[s0:s1], state_lcp[s0:s1],
                 state_dep[s0:s1], marks[marks_ptr[m] : marks_ptr[m + 1]], seq_ptr, seq_terms, class_follow,
                 follow_ptr, follow_terms, follow_any, word_ptr, words, bits, np.empty(s1 - s0, dtype=np.int32))
     n_unknown[i] = n
-    if plan[i, _EOS]:
+    if plan[i, _EOS] == ALWAYS:
         for j in range(len(eos_words)):
             row[eos_words[j]] |= eos_bits[j]
-    if pair >= 0:
-        memo[i] = row
+    return n > 0 or plan[i, _EOS] == UNKNOWN
 
 
 @nb.njit(cache=True, nogil=True)
-def _work(ctl, spin, bitmask, plan, states, n_unknown, memo, tables):
+def _work(ctl, spin, bitmask, plan, states, n_unknown, memo, flags, tables):
     """Take published plan rows one at a time (``ctl[_NEXT]``) and fill them (:func:`_fill_row`) until planning is
-    done and none is left (True), or until ``spin`` polls in a row found nothing new to take (False)."""
+    done and none is left (True), or until ``spin`` polls in a row found nothing new to take (False). A row goes to
+    the bitmask once planning has succeeded: at once if it has, else by :func:`_copy_out` after it."""
     atomic_add(ctl, _STARTED, 1)
+    stack_room = np.empty(_STACK_VIEW, dtype=np.int32)
+    scratch = np.empty(SCRATCH, dtype=np.int32)
     idle = 0
     while True:
         done = atomic_load(ctl, _DONE)
@@ -113,10 +138,18 @@ def _work(ctl, spin, bitmask, plan, states, n_unknown, memo, tables):
         i = atomic_load(ctl, _NEXT)
         if i < ready:
             if atomic_cas(ctl, _NEXT, i, i + 1) == i:
-                _fill_row(i, bitmask, plan, states, n_unknown, memo, tables)
+                if _fill_row(i, plan, states, n_unknown, memo, tables, stack_room, scratch):
+                    atomic_add(ctl, _LEFT, 1)
+                if atomic_load(ctl, _VALID):
+                    bitmask[plan[i, _ROW]] = memo[i]
+                    atomic_store(flags, i, _COPIED_OUT)
+                else:
+                    atomic_store(flags, i, _IN_MEMO)
                 atomic_add(ctl, _FILLED, 1)
                 idle = 0
         elif done:
+            if atomic_load(ctl, _VALID):
+                _copy_out(ctl, bitmask, plan, memo, flags)
             return True
         else:
             idle += 1
@@ -124,6 +157,26 @@ def _work(ctl, spin, bitmask, plan, states, n_unknown, memo, tables):
                 return False
             if idle % _YIELD_EVERY == 0:
                 yield_cpu()  # on a busy machine the thread that plans the rows may be waiting for this CPU
+
+
+@nb.njit(cache=True, nogil=True, inline="always")
+def _copy_out(ctl, bitmask, plan, memo, flags):
+    """Copy to the bitmask, one at a time (``ctl[_NEXT_COPY]``), the rows filled before planning succeeded (waiting
+    for those still being filled)."""
+    ready = atomic_load(ctl, _READY)
+    while True:
+        j = atomic_load(ctl, _NEXT_COPY)
+        if j >= ready:
+            return
+        if atomic_cas(ctl, _NEXT_COPY, j, j + 1) == j:
+            k = 0
+            while atomic_load(flags, j) == _EMPTY:  # another thread fills it now
+                k += 1
+                if k % _YIELD_EVERY == 0:
+                    yield_cpu()
+            if atomic_load(flags, j) == _IN_MEMO:
+                bitmask[plan[j, _ROW]] = memo[j]
+            atomic_add(ctl, _COPIED, 1)
 
 
 @nb.njit(cache=True, nogil=True)
@@ -207,50 +260,66 @@ os.register_at_fork(after_in_child=_new_pool)
 
 
 class _Group:
-    """The rows of one engine's matchers: :meth:`add` plans each (top stack states, EOS) and publishes them
+    """The rows of one engine's matchers (while its tables do not grow): :meth:`add` plans each (top stack states,
+    EOS) and publishes them
     a few at a time to the pool threads, which fill them meanwhile (:meth:`help`) (with no pool threads, all
     at once: ``chunk`` = ``max_chunk`` = the number of matchers); :meth:`fill` fills what is left on this
     thread; :meth:`finish` is Python's part."""
 
     def __init__(self, view: MatcherView, bitmask: np.ndarray, capacity: int, chunk: int, max_chunk: int):
         self.view = view
-        self.entries: list[tuple[Matcher, int, int]] = []  # per plan row: the matcher, its lexer state and pair
+        self.entries: list[Matcher] = []  # per plan row
         self.chunk, self.max_chunk = chunk, max_chunk
-        self.ctl = np.zeros(5, dtype=np.int64)
-        self.plan = np.empty((capacity, 6), dtype=np.int64)
+        self.ctl = np.zeros(9, dtype=np.int64)
+        self.flags = np.zeros(capacity, dtype=np.int64)  # per plan row, _EMPTY, _IN_MEMO or _COPIED_OUT
+        self.plan = np.empty((capacity, _COLUMNS), dtype=np.int64)
+        self._flat = self.plan.reshape(-1)
         self.states = np.empty(capacity * _STACK_VIEW, dtype=np.int32)
         self.n_unknown = np.zeros(capacity, dtype=np.int64)
         self.memo = np.empty((capacity, bitmask.shape[1]), dtype=np.int32)
-        # The tables as they are now hold every pair looked up before (tables only grow).
-        self.args = (bitmask, self.plan, self.states, self.n_unknown, self.memo, view.fill_args)
+        self._memo_rows = list(self.memo)
+        # The tables as they are now hold every pair looked up before (tables only grow; :func:`_plan` starts another
+        # group where a lookup builds a state).
+        self.args = (bitmask, self.plan, self.states, self.n_unknown, self.memo, self.flags, view.fill_args)
         self.planned = _Gate()
-        self._rows: list[tuple[int, ...]] = []
+        self._rows: list[int] = []  # the plan rows since the last publication, one after another
         self._tops: list[int] = []
         self._n_states = 0
+        self._n = 0  # rows planned
 
     def add(self, m: Matcher, row: int, q: int, pair: int) -> None:
         """Plan matcher ``m``'s row ``row`` (lexer state ``q``, ``pair`` from :func:`_pairs`) and give the matcher
-        its memo row (filled by the kernel, and by :meth:`finish` where Python decides classes)."""
-        a = self._n_states
+        its memo row (filled by the kernel, and by :meth:`finish` where Python decides classes or EOS)."""
+        a = b = self._n_states
         if pair < 0:
-            self._rows.append((row, 0, -1, 1, a, a))
+            self._rows += (row, 0, -1, 1, a, b, 0)
         else:
-            stack, post = m._stack, m._post
-            if self.view.pair_has_marks[pair]:
-                top = _top_list(stack, _STACK_VIEW)
-                self._tops += top
-                self._n_states += len(top)
-            self._rows.append((row, q, pair, int(m._accepts_end(q, stack, post)), a, self._n_states))
-            m._mask = self.memo[len(self.entries)]
+            view, stack, post = self.view, m._stack, m._post
+            if m._indenter is not None:
+                eos = int(m._accepts_end(q, stack, post))
+            else:
+                terms = view.end_terms(q)
+                eos = 0 if terms is None else _DECIDE if len(terms) <= view.end_width else int(m._accepts_end(q, stack, post))
+            marked = view.pair_has_marks[pair]
+            if marked or eos == _DECIDE:
+                append, s, left = self._tops.append, stack, _STACK_VIEW
+                while s is not None and left:
+                    state, s = s
+                    append(state)
+                    left -= 1
+                b = self._n_states = a + _STACK_VIEW - left
+            self._rows += (row, q, pair, eos, a, b, marked)
+            m._mask = self._memo_rows[self._n]
             m._mask_key = (q, stack, post)
-        self.entries.append((m, q, pair))
-        if len(self._rows) == self.chunk:
+        self.entries.append(m)
+        self._n += 1
+        if len(self._rows) == self.chunk * _COLUMNS:
             self._publish()
 
     def _publish(self) -> None:
         """Hand the rows planned since the last time to the filling threads."""
-        n, b = len(self.entries), self._n_states
-        self.plan[n - len(self._rows) : n] = self._rows
+        n, b = self._n, self._n_states
+        self._flat[n * _COLUMNS - len(self._rows) : n * _COLUMNS] = self._rows
         self.states[b - len(self._tops) : b] = self._tops
         self._rows, self._tops = [], []
         self.chunk = min(2 * self.chunk, self.max_chunk)
@@ -263,29 +332,39 @@ class _Group:
             _work(self.ctl, _SPIN_ROWS, *self.args)
 
     def fill(self, failed: bool = False) -> None:
-        """Publish the last rows (none if planning ``failed``: then the matchers forget the memo rows they were
-        given), fill what is left on this thread and wait for the rows pool threads took."""
-        if failed:
-            for m, _, _ in self.entries:
-                m._mask_key = None
-        elif self._rows:
-            self._publish()
+        """Publish the last rows and let the rows go to the bitmask (unless planning ``failed``: then the bitmask is
+        left as it was and the matchers forget the memo rows they were given), fill what is left on this thread and
+        wait for the rows pool threads took."""
         ctl = self.ctl
+        if failed:
+            for m in self.entries:
+                m._mask_key = None
+        else:
+            if self._rows:
+                self._publish()
+            _publish(ctl, _VALID, 1)
         _publish(ctl, _DONE, 1)
         self.planned.open()
         _work(ctl, _SPIN_ROWS, *self.args)
-        while not _wait(ctl, _FILLED, ctl[_READY], _SPIN_FILLED):
-            time.sleep(_SLEEP)  # a pool thread still fills a row it took (or the OS stopped it meanwhile)
+        for cell in (_FILLED,) if failed else (_FILLED, _COPIED):
+            while not _wait(ctl, cell, ctl[_READY], _SPIN_FILLED):
+                time.sleep(_SLEEP)  # a pool thread still fills a row it took (or the OS stopped it meanwhile)
 
     def finish(self, bitmask: np.ndarray) -> None:
         """The rows where the kernel left classes undecided (stacks deeper than it was given), as ``fill_mask``
-        makes them (its compiled check, then Python), and their memo rows again."""
+        makes them (its compiled check, then Python), EOS where the kernel could not decide it, and their memo rows
+        again."""
+        if not self.ctl[_LEFT]:
+            return
         view = self.view
-        for i in np.flatnonzero(self.n_unknown).tolist():
-            m, q, _ = self.entries[i]
+        n = self._n
+        eos = self.plan[:n, _EOS]
+        for i in np.flatnonzero((self.n_unknown[:n] > 0) | (eos == UNKNOWN)).tolist():
+            m, q = self.entries[i], int(self.plan[i, _LEX])
             mask = bitmask[self.plan[i, _ROW]]
-            m._table_mask(mask, q, m._stack)
-            if self.plan[i, _EOS]:
+            if self.n_unknown[i]:
+                m._table_mask(mask, q, m._stack)
+            if eos[i] == ALWAYS or (eos[i] == UNKNOWN and m._accepts_end(q, m._stack, m._post)):
                 mask[view.eos_words] |= view.eos_bits
             self.memo[i] = mask
 
@@ -321,29 +400,51 @@ def _help(groups: list[_Group], started: _Gate, cpus: set[int] | None) -> None:
         group.help()
 
 
-def _pairs(matchers: Sequence[Matcher], bitmask: np.ndarray) -> list[int]:
-    """Each matcher's pair of lexer state and top LR state (-1 after EOS), its state's tables built first if need be.
+def _plan(matchers: Sequence[Matcher], rows: Sequence[int], bitmask: np.ndarray, helpers: int, started: _Gate,
+          groups: list[_Group]) -> tuple[list[tuple[Matcher, int]], ...]:
+    """Plan the rows the kernel fills into ``groups`` (one per compiled grammar, and a new one where looking up a pair
+    built a state's tables: the groups before hold the tables as they were), publishing them as it goes; the
+    matchers (with their rows) whose memo holds their mask, those Python makes the mask of, and those with budgets.
 
     Raises :class:`ConfigurationError` if ``bitmask``'s rows are not as wide as a matcher's vocabulary needs, and
-    :class:`MatcherStateError` as ``fill_mask`` does when no mask table covers a state it would look up.
+    :class:`MatcherStateError` as ``fill_mask`` does when no mask table covers a state it would look up (before
+    any row reaches the bitmask: see :meth:`_Group.fill`).
     """
-    out = []
+    current: dict[int, _Group] = {}
+    memo: list[tuple[Matcher, int]] = []
+    own: list[tuple[Matcher, int]] = []
+    budgeted: list[tuple[Matcher, int]] = []
     view = None
-    for m in matchers:
+    for m, row in zip(matchers, rows, strict=True):
         if m._rt is not view:  # a batch's matchers mostly share one grammar: one check for a run of them
             view = m._rt
             if bitmask.shape[1] != view.n_words:
                 raise ConfigurationError(f"bitmask rows have {bitmask.shape[1]} words, expected {view.n_words} for "
                                          f"{m.compiled.vocab.n_logits} logits")
         q = m._lexstate
-        if q == _TERMINATED:
-            out.append(-1)
-            continue
-        pair = (view.pair_index[q] or view.pairs(q))[m._stack[0]]
-        if pair < 0 and not (m._memo_valid() or _counted_near(m)):
-            raise MatcherStateError(f"internal error: no mask table for lexer state {q} with LR state {m._stack[0]}")
-        out.append(pair)
-    return out
+        pair = -1
+        if q != _TERMINATED:
+            if m._budget is not None:
+                budgeted.append((m, row))
+            if m._memo_valid():  # also a matcher named twice, planned before
+                memo.append((m, row))
+                continue
+            if _counted_near(m):
+                own.append((m, row))
+                continue
+            pair = (view.pair_index[q] or view.pairs(q))[m._stack[0]]
+            if pair < 0:
+                raise MatcherStateError(f"internal error: no mask table for lexer state {q} with LR state {m._stack[0]}")
+        group = current.get(id(view))
+        if group is None or group.args[-1] is not view.fill_args:
+            chunks = (_FIRST_CHUNK, _CHUNK) if helpers else (len(matchers), len(matchers))
+            group = current[id(view)] = _Group(view, bitmask, len(matchers), *chunks)
+            groups.append(group)
+            if helpers and len(groups) == 1:
+                started.open()
+                _wait(group.ctl, _STARTED, helpers, _SPIN_START)  # no GIL held meanwhile: pool threads enter
+        group.add(m, row, q, pair)
+    return memo, own, budgeted
 
 
 def _counted_near(m: Matcher) -> bool:
@@ -352,7 +453,7 @@ def _counted_near(m: Matcher) -> bool:
 
 
 def _check_args(matchers: Sequence[Matcher], bitmask: np.ndarray, indices: Sequence[int] | None,
-                threads: int) -> list[int]:
+                threads: int) -> Sequence[int]:
     """The row of each matcher; :class:`ConfigurationError` for the argument errors :func:`fill_masks` names (but
     the rows' width, :func:`_pairs`)."""
     if not isinstance(bitmask, np.ndarray) or bitmask.ndim != 2 or bitmask.dtype != np.int32:
@@ -365,7 +466,7 @@ def _check_args(matchers: Sequence[Matcher], bitmask: np.ndarray, indices: Seque
     if indices is None:
         if n_rows < len(matchers):
             raise ConfigurationError(f"bitmask has {n_rows} rows for {len(matchers)} matchers")
-        rows = list(range(len(matchers)))
+        rows = range(len(matchers))
     else:
         try:
             rows = [operator.index(r) for r in indices]
@@ -390,7 +491,7 @@ def fill_masks(matchers: Sequence[Matcher], bitmask: np.ndarray, indices: Sequen
     ``bitmask`` is a 2-D int32 array of mask rows (xgrammar/vLLM layout) as wide as the matchers'
     vocabulary needs; the matchers may come from different compiled grammars of that vocabulary.
     The masks are filled in native code with the GIL released, the rows split over ``threads``
-    threads; the Python work per matcher (gathering its state, deciding EOS, budgets) stays on the
+    threads; the Python work per matcher (gathering its state, planning its row, budgets) stays on the
     calling thread, while the other threads already fill the rows planned so far. Rows not named
     are left as they are (the bitmask may have more rows than matchers, as xgrammar's batched fill
     allows).
@@ -407,37 +508,9 @@ def fill_masks(matchers: Sequence[Matcher], bitmask: np.ndarray, indices: Sequen
         cpu = _current_cpu()
         cpus = None if cpu < 0 else os.sched_getaffinity(0)
         _pool.run(lambda: _help(groups, started, cpus), helpers, cpu)
-    try:
-        pairs = _pairs(matchers, bitmask)
-    except BaseException:
-        started.open()
-        raise
-    by_view: dict[int, _Group] = {}
-    memo: list[tuple[Matcher, int]] = []
-    own: list[tuple[Matcher, int]] = []
-    budgeted: list[tuple[Matcher, int]] = []
     failed = True
     try:
-        for m, row, pair in zip(matchers, rows, pairs, strict=True):
-            q = m._lexstate
-            if q != _TERMINATED:
-                if m._budget is not None:
-                    budgeted.append((m, row))
-                if m._memo_valid():  # also a matcher named twice, planned before
-                    memo.append((m, row))
-                    continue
-                if _counted_near(m):
-                    own.append((m, row))
-                    continue
-            group = by_view.get(id(m._rt))
-            if group is None:
-                chunks = (_FIRST_CHUNK, _CHUNK) if helpers else (len(matchers), len(matchers))
-                group = by_view[id(m._rt)] = _Group(m._rt, bitmask, len(matchers), *chunks)
-                groups.append(group)
-                if helpers and len(groups) == 1:
-                    started.open()
-                    _wait(group.ctl, _STARTED, helpers, _SPIN_START)  # no GIL held meanwhile: pool threads enter
-            group.add(m, row, q, pair)
+        memo, own, budgeted = _plan(matchers, rows, bitmask, helpers, started, groups)
         failed = False
     finally:
         started.open()

@@ -160,6 +160,13 @@ class MatcherView:
         self.eos_words = eos // 32
         self.eos_bits = np.left_shift(1, eos % 32).astype(np.uint32).view(np.int32)
         self.n_words = t.masks.shape[1]
+        self._lexer = engine.lexer
+        self._parser_term = engine.parser_term.tolist()
+        self._end = int(tables.end)
+        self._ends: list[tuple[int, ...] | None | bool] = [False] * n_states  # False: not looked up yet
+        # Row q: how many terminals end_terms(q) has, then them (written before _ends[q], where they fit).
+        self.end_width = 15
+        self.end_table = np.zeros((n_states, self.end_width + 1), dtype=np.int32)
         with t.lock:
             self._arrays()
 
@@ -174,6 +181,21 @@ class MatcherView:
                     row = self._take(q)
         return row
 
+    def end_terms(self, q: int) -> tuple[int, ...] | None:
+        """The parser terminals the end of input makes the pending lexeme of lexer state ``q`` emit, the end marker
+        last (the stack accepts the end iff it takes them all), or None where that lexeme is incomplete; those of
+        at most ``end_width`` terminals are also in ``end_table[q]``."""
+        seq = self._ends[q]
+        if seq is False:
+            finished = self._lexer.finish(q)
+            term = self._parser_term
+            seq = None if finished is None else (*[term[t] for t in finished if term[t] >= 0], self._end)
+            if seq is not None and len(seq) <= self.end_width:
+                self.end_table[q, 1 : len(seq) + 1] = seq
+                self.end_table[q, 0] = len(seq)
+            self._ends[q] = seq
+        return seq
+
     def _arrays(self) -> dict[str, np.ndarray]:
         """The growing tables' current arrays, also kept as the tuples the kernels take (the caller holds the lock)."""
         t = self._tables
@@ -184,7 +206,7 @@ class MatcherView:
         self.dep_bits = (g["dep_word_ptr"], g["dep_words"], g["dep_bits"])
         self.fill_args = (g["pair_mask"], g["pair_marks"], g["masks"], g["marks_ptr"], g["marks"], t.state_span,
                           g["state_class"], g["state_lcp"], g["state_dep"], *self.lr, *self.class_tables,
-                          *self.dep_bits, self.eos_words, self.eos_bits)
+                          *self.dep_bits, self.eos_words, self.eos_bits, self.end_table)
         """The tables as :func:`grammask.batch.fill_masks`'s kernel takes them."""
         return g
 

@@ -157,11 +157,8 @@ class Matcher(TokenSteps):
             items = indenter.finish(lexstate, width)
             fed = None if items is None else indenter.feed_all(stack, levels, depth, items)
             return fed is not None and indenter.accepts_end(fed[0], fed[1])
-        finished = self._lexer.finish(lexstate)
-        if finished is None:
-            return False
-        stack = self._feed_lexer_terminals(stack, finished)
-        return stack is not None and self._runner.accepts_end(stack)
+        terms = self._rt.end_terms(lexstate)
+        return terms is not None and self._runner.feed_all(stack, terms) is not None
 
     @property
     def lexer_state(self) -> int:

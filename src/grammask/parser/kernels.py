@@ -15,7 +15,7 @@ import numba as nb
 import numpy as np
 
 NEVER, ALWAYS, UNKNOWN = 0, 1, 2
-_SCRATCH = 128
+SCRATCH = 128
 
 
 @nb.njit(cache=True, inline="always")
@@ -31,7 +31,7 @@ def feed_terminal(action, goto, rule_len, rule_lhs, stack, real, scratch, n_scra
         top = scratch[n_scratch - 1] if n_scratch > 0 else stack[real - 1]
         code = action[top, terminal]
         if code >= 0:
-            if n_scratch >= _SCRATCH:
+            if n_scratch >= SCRATCH:
                 return UNKNOWN, real, n_scratch
             scratch[n_scratch] = code
             return ALWAYS, real, n_scratch + 1
@@ -47,10 +47,23 @@ def feed_terminal(action, goto, rule_len, rule_lhs, stack, real, scratch, n_scra
             if real <= 0:
                 return UNKNOWN, real, n_scratch
         below = scratch[n_scratch - 1] if n_scratch > 0 else stack[real - 1]
-        if n_scratch >= _SCRATCH:
+        if n_scratch >= SCRATCH:
             return UNKNOWN, real, n_scratch
         scratch[n_scratch] = goto[below, rule_lhs[rule]]
         n_scratch += 1
+
+
+@nb.njit(cache=True, nogil=True)
+def feed_sequence(action, goto, rule_len, rule_lhs, stack, terminals, scratch):
+    """ALWAYS if ``stack`` (its top states, bottom first) takes every one of ``terminals`` in turn, NEVER if one is a
+    syntax error, UNKNOWN if the given states cannot decide (see :func:`feed_terminal`); ``scratch``: room for
+    :data:`SCRATCH` states pushed meanwhile."""
+    real, n_scratch = len(stack), 0
+    for t in terminals:
+        status, real, n_scratch = feed_terminal(action, goto, rule_len, rule_lhs, stack, real, scratch, n_scratch, t)
+        if status != ALWAYS:
+            return status
+    return ALWAYS
 
 
 @nb.njit(cache=True)
@@ -96,11 +109,11 @@ def _check_from(action, goto, rule_len, rule_lhs, stack, classes, lcp, seq_ptr, 
     for k in range(len(classes)):
         c = classes[k]
         max_len = max(max_len, seq_ptr[c + 1] - seq_ptr[c] - offset + 1)
-    snap = np.empty((max_len, _SCRATCH), dtype=np.int32)
+    snap = np.empty((max_len, SCRATCH), dtype=np.int32)
     snap_real = np.empty(max_len, dtype=np.int64)
     snap_n = np.empty(max_len, dtype=np.int64)
-    probe = np.empty(_SCRATCH, dtype=np.int32)
-    scratch = np.empty(_SCRATCH, dtype=np.int32)
+    probe = np.empty(SCRATCH, dtype=np.int32)
+    scratch = np.empty(SCRATCH, dtype=np.int32)
     # Follow terminals already tried after the current sequence (classes of one sequence are adjacent).
     n_columns = action.shape[1]
     tried = np.zeros(n_columns, dtype=np.int64)
@@ -175,7 +188,7 @@ def _feed_tracking(action, goto, rule_len, rule_lhs, stack, real, scratch, n_scr
         top = scratch[n_scratch - 1] if n_scratch > 0 else stack[real - 1]
         code = action[top, terminal]
         if code >= 0:
-            if n_scratch >= _SCRATCH:
+            if n_scratch >= SCRATCH:
                 return UNKNOWN, real, n_scratch, -1, 0
             scratch[n_scratch] = code
             return ALWAYS, real, n_scratch + 1, -1, 0
@@ -191,7 +204,7 @@ def _feed_tracking(action, goto, rule_len, rule_lhs, stack, real, scratch, n_scr
             real -= n - n_scratch
             n_scratch = 0
         below = scratch[n_scratch - 1] if n_scratch > 0 else stack[real - 1]
-        if n_scratch >= _SCRATCH:
+        if n_scratch >= SCRATCH:
             return UNKNOWN, real, n_scratch, -1, 0
         scratch[n_scratch] = goto[below, rule_lhs[rule]]
         n_scratch += 1
@@ -211,8 +224,8 @@ def classify_classes(action, goto, rule_len, rule_lhs, cand_key, cand_ptr, cand_
     The real stack is one of the branches, so both answers are sound; UNKNOWN is checked
     against the real stack when decoding.
     """
-    scratch = np.empty(_SCRATCH, dtype=np.int32)
-    probe = np.empty(_SCRATCH, dtype=np.int32)
+    scratch = np.empty(SCRATCH, dtype=np.int32)
+    probe = np.empty(SCRATCH, dtype=np.int32)
     given = np.empty(1, dtype=np.int32)
     work_given = np.empty(_BRANCHES, dtype=np.int32)
     work_first = np.empty(_BRANCHES, dtype=np.int32)

@@ -60,7 +60,3 @@ class LRRunner:
             if stack is None:
                 return None
         return stack
-
-    def accepts_end(self, stack: Stack) -> bool:
-        """True iff the terminals fed so far form a whole sentence."""
-        return self.feed(stack, self.end) is not None
