@@ -16,3 +16,5 @@ def test_measures_programs_and_sampled_documents():
     assert calc["documents"] == "3 sampled" and calc["masks"] > 3 and calc["mask_p50_ms"] > 0
     go = bench_lexers.measure("syncode-go", "basic", tok, n_sampled=3)
     assert go["documents"] == "5 programs" and go["masks"] > 500
+    empty = bench_lexers.measure("syncode-invariants", "basic", tok, n_sampled=3)  # its start derives no sentence
+    assert empty["documents"] == "0 sampled" and empty["masks"] == 0 and empty["mask_p50_ms"] is None
