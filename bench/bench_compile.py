@@ -20,8 +20,13 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from bench_agreement import GRAMMARS, POSTLEX, START, grammar_source
-from cases import load_tokenizer
+from cases import (
+    REAL_GRAMMARS,
+    REAL_POSTLEX,
+    REAL_START,
+    load_tokenizer,
+    real_grammar_source,
+)
 from harness import BenchError, compile_in_subprocess
 from report import environment
 
@@ -38,8 +43,8 @@ def measure(name: str, lexer: str | None, tokenizer_json: str, timeout_s: float)
             done = compile_in_subprocess("", name, tokenizer_json, None, False, timeout_s,
                                          builtin=name.removeprefix("builtin-"))
         else:
-            done = compile_in_subprocess(grammar_source(name), name, tokenizer_json, None, False, timeout_s,
-                                         POSTLEX.get(name), lexer=lexer, start=START.get(name, "start"))
+            done = compile_in_subprocess(real_grammar_source(name), name, tokenizer_json, None, False, timeout_s,
+                                         REAL_POSTLEX.get(name), lexer=lexer, start=REAL_START.get(name, "start"))
     except BenchError as e:
         return row | {"error": str(e)}
     return row | {"wall_s": round(done["seconds"], 2), "cpu_s": round(done["cpu_seconds"], 2),
@@ -61,7 +66,7 @@ def markdown(rows: list[dict], header: str, bar: float) -> str:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the compiles the command line asks for; returns the exit code."""
-    names_all = GRAMMARS + BUILTINS
+    names_all = REAL_GRAMMARS + BUILTINS
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--tokenizer", default="llama3")
     ap.add_argument("--grammars", default=",".join(names_all), help="comma-separated, from: " + ", ".join(names_all))
