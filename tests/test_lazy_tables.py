@@ -26,7 +26,7 @@ from grammask import mask_tables
 from grammask.automata.lexer import build_lexer
 from grammask.batch import fill_masks
 from grammask.bitmask import allocate_bitmask
-from grammask.errors import CompileTimeoutError
+from grammask.errors import CompileTimeoutError, Deadline
 from grammask.grammar.json_schema import reader
 from grammask.grammar.lark_export import to_lark_text
 from grammask.sampler import SentenceSampler
@@ -277,3 +277,24 @@ def test_lazy_compile_keeps_its_deadline():
     compiler = gm.Compiler(vocab, cache=False, lazy=True, timeout=1e-9)
     with pytest.raises(CompileTimeoutError):
         compiler.compile(_schema(42))
+
+
+class _CountingDeadline(Deadline):
+    """A deadline that never passes and counts the checks per phase."""
+
+    def __init__(self):
+        super().__init__(None)
+        self.phases: dict[str, int] = {}
+
+    def check(self, phase: str) -> None:
+        self.phases[phase] = self.phases.get(phase, 0) + 1
+
+
+def test_the_token_verdicts_check_the_deadline_within_a_lexer_state():
+    """The branching verdicts of one lexer state can run for seconds (MaskBench's Github_hard---o21322 spent 4.9 s
+    there past a 1.9 s timeout): each LR state's classes are preceded by a check."""
+    vocab = get_vocab("smollm2")
+    deadline = _CountingDeadline()
+    front = mask_tables.build_front(gm.Grammar.builtin("c"))
+    mask_tables.build_mask_tables(front, vocab, gm.Compiler(vocab, cache=False)._trie.walks(), deadline)
+    assert deadline.phases["the token verdicts"] > deadline.phases["the vocabulary walks and token verdicts"]

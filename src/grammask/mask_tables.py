@@ -51,7 +51,7 @@ from grammask.parser.tables import ERROR, ParseTables, build_parse_tables
 from grammask.spanner import NewlineWidths, SequenceTable, TrieWalkPool, walk_alive
 
 if TYPE_CHECKING:
-    from collections.abc import Mapping
+    from collections.abc import Callable, Mapping
 
     from grammask.errors import Deadline
     from grammask.vocab import Vocabulary
@@ -410,6 +410,8 @@ class _StateBuilder:
         self.queue = [0]
         self.mask_ids: dict[bytes, int] = {}
         self.refined = _Refined(tables.n_states)
+        self.check = _no_check
+        """The deadline check of the compile in progress (none for a state built on first visit)."""
         self._exposed = None
         terminal_actions = tables.action[:, : tables.end]
         # LR states that can be on top of the stack between tokens: shift targets and the start.
@@ -447,9 +449,13 @@ class _StateBuilder:
     def complete(self, deadline: Deadline | None) -> None:
         """Build every state reachable from the ones built (the caller holds the tables' lock)."""
         check = deadline.check if deadline is not None else _no_check
-        while self.queue:
-            check("the vocabulary walks and token verdicts")
-            self.tables.ensure(self.queue.pop())
+        self.check = check
+        try:
+            while self.queue:
+                check("the vocabulary walks and token verdicts")
+                self.tables.ensure(self.queue.pop())
+        finally:
+            self.check = _no_check
 
     def walk_contextual(self, deadline: Deadline | None) -> None:
         """Walk every reachable state of a contextual lexer, then give the parse tables their alias columns."""
@@ -603,7 +609,8 @@ class _StateBuilder:
             rows, cols = np.nonzero(verdicts[:, big] == UNKNOWN)
             if len(rows):
                 verdicts[rows, big[cols]] = self.refined.verdicts(
-                    candidates[rows], found.classes[big[cols]], (*lr, *self.exposed, tables.n_states), class_arrays)
+                    candidates[rows], found.classes[big[cols]], (*lr, *self.exposed, tables.n_states), class_arrays,
+                    self.check)
             self.timings["refine"] += time.perf_counter() - clock_refine
             clock += time.perf_counter() - clock_refine
         n_local = len(found.classes)
@@ -681,9 +688,11 @@ class _Refined:
                 self.memo = grown
         return self.column[classes]
 
-    def verdicts(self, states: np.ndarray, classes: np.ndarray, lr, class_arrays) -> np.ndarray:
+    def verdicts(self, states: np.ndarray, classes: np.ndarray, lr, class_arrays,
+                 check: Callable[[str], None]) -> np.ndarray:
         """The verdict of class ``classes[i]`` on LR state ``states[i]`` for every ``i``; ``lr``: the arguments
-        :func:`classify_classes` takes before the state."""
+        :func:`classify_classes` takes before the state. Raises what ``check`` (a deadline's check, called before each
+        LR state's classes) raises."""
         columns = self._columns(classes)
         known = self.memo[states, columns]
         todo = np.flatnonzero(known < 0)
@@ -691,6 +700,7 @@ class _Refined:
             by_state = todo[np.argsort(states[todo], kind="stable")]
             bounds = np.flatnonzero(np.diff(states[by_state])) + 1
             for group in np.split(by_state, bounds):
+                check("the token verdicts")
                 p = int(states[group[0]])
                 ranks = np.unique(classes[group])
                 out = np.empty(len(ranks), dtype=np.int8)
