@@ -298,3 +298,39 @@ def test_the_token_verdicts_check_the_deadline_within_a_lexer_state():
     front = mask_tables.build_front(gm.Grammar.builtin("c"))
     mask_tables.build_mask_tables(front, vocab, gm.Compiler(vocab, cache=False)._trie.walks(), deadline)
     assert deadline.phases["the token verdicts"] > deadline.phases["the vocabulary walks and token verdicts"]
+
+
+class _PassesAt(_CountingDeadline):
+    """A deadline that passes at its ``n``-th check of the token verdicts."""
+
+    def __init__(self, n: int):
+        super().__init__()
+        self.n = n
+
+    def check(self, phase: str) -> None:
+        super().check(phase)
+        if phase == "the token verdicts" and self.phases[phase] == self.n:
+            raise CompileTimeoutError("c", phase, 1.0)
+
+
+@pytest.mark.parametrize("n", [1, 40, 150])
+def test_a_timeout_inside_a_lexer_state_loses_nothing(n):
+    """Completion stopped inside a state's verdicts goes on later to the same tables as one run through."""
+    vocab = get_vocab("smollm2")
+    front = mask_tables.build_front(gm.Grammar.builtin("c"))
+    walks = gm.Compiler(vocab, cache=False)._trie.walks()
+    whole = mask_tables.build_mask_tables(front, vocab, walks)[0]
+    stopped = mask_tables.build_mask_tables(front, vocab, walks, lazy=True)[0]
+    with pytest.raises(CompileTimeoutError):
+        stopped.complete_all(_PassesAt(n))
+    stopped.complete_all()
+    assert stopped.complete and stopped.counts() == whole.counts()
+    assert sorted(stopped.built_order) == sorted(whole.built_order)
+    for q in whole.built_order:
+        assert _pair_masks(stopped, q) == _pair_masks(whole, q)
+
+
+def _pair_masks(tables: mask_tables.MaskTables, q: int) -> list[bytes | None]:
+    """Lexer state ``q``'s precomputed mask per LR state (None: no pair)."""
+    pair_mask = tables.grow["pair_mask"].values
+    return [None if p < 0 else tables.masks[pair_mask[p]].tobytes() for p in tables.pair_index(q).tolist()]

@@ -35,7 +35,11 @@ from grammask.classes import (
     token_row,
 )
 from grammask.contextual_walk import MAX_ALIASES, Superpositions, walk_contextual
-from grammask.errors import ConfigurationError, UnsupportedRegexError
+from grammask.errors import (
+    CompileTimeoutError,
+    ConfigurationError,
+    UnsupportedRegexError,
+)
 from grammask.gc_pause import collector_paused
 from grammask.grammar.ir import Grammar
 from grammask.growing import Growing
@@ -453,7 +457,12 @@ class _StateBuilder:
         try:
             while self.queue:
                 check("the vocabulary walks and token verdicts")
-                self.tables.ensure(self.queue.pop())
+                q = self.queue.pop()
+                try:
+                    self.tables.ensure(q)
+                except CompileTimeoutError:
+                    self.queue.append(q)  # stopped inside the state: built again when completion goes on
+                    raise
         finally:
             self.check = _no_check
 
@@ -587,7 +596,7 @@ class _StateBuilder:
     def build(self, q: int) -> None:
         """Walk lexer state ``q`` (unless walked) and write its classes, pairs, masks and marks into the tables
         (the caller holds the tables' lock and marks ``q`` built)."""
-        walk = self.walked.pop(q, None)
+        walk = self.walked.get(q)  # kept until the verdicts, which may stop at the compile's deadline
         lexer = self.front.lexer
         plain = self.sup is None and lexer.counter is None and self.newline is None  # a walk hangs on q's row only
         found = self._delta(q) if walk is None and plain else None
@@ -613,6 +622,7 @@ class _StateBuilder:
                     self.check)
             self.timings["refine"] += time.perf_counter() - clock_refine
             clock += time.perf_counter() - clock_refine
+        self.walked.pop(q, None)
         n_local = len(found.classes)
         # Pairs with the same ALWAYS classes share a mask, pairs with the same DEPENDS classes their marks.
         always_first, always_of = _distinct_rows(np.packbits(verdicts == ALWAYS, axis=1, bitorder="little"))
