@@ -10,6 +10,7 @@ import warnings
 from pathlib import Path
 
 import lark
+import numpy as np
 import pytest
 from conftest import get_vocab
 from mask_check import check_cuts
@@ -19,7 +20,9 @@ from test_sampler_indentation import SYNCODE_PYTHON, _SynCodeIndenter
 from grammask import Grammar, compile
 from grammask.automata.fallback import MAX_DEPTH
 from grammask.automata.lexer import build_lexer, with_fallbacks
-from grammask.errors import GrammaskError
+from grammask.batch import fill_masks
+from grammask.bitmask import allocate_bitmask
+from grammask.errors import GrammaskError, TextRejectedError
 from grammask.mask_tables import build_front
 from grammask.sampler import SentenceSampler, mutate
 from grammask.vocab import Vocabulary
@@ -151,6 +154,70 @@ def test_agrees_with_lark_on_smollm2():
         assert got == want, doc
 
 
+END_ONLY_DOCS = ["a: /\\/", "a: /\\/\n", "a: /a\\/\n", "a: /\\/ ", "a: /\\/\nb: c\n", "a: /\\/\nb: c", "a: /\\/\nb: /x/\n",
+                 "a: /\\/ | /y/\n", 'a: /\\/ "q"\nb: /x/\n', "a: /\\/ c x/\n", "a: x /\\/ // c", "a: /\\/\\/\n", "a: /\\/ é\n",
+                 "a: /\\/\nb: \"/\"\n"]
+"""lark.lark's ``REGEXP`` after ``/\\/``: Lark's ``re`` finds the regex's end at the next ``/`` anywhere later, and backs up
+to ``/\\/`` (the ``\\`` read as any character) only where none comes before the end of input."""
+
+
+def _lark_accepts(parser: lark.Lark, doc: str) -> bool:
+    try:
+        parser.parse(doc)
+    except lark.exceptions.LarkError:
+        return False
+    return True
+
+
+@pytest.mark.parametrize("lexer", ["basic", "contextual"])
+def test_a_match_only_the_end_of_input_falls_back_to(lexer):
+    text = (LARK_GRAMMARS / "lark.lark").read_text()
+    vocab = get_vocab("smollm2")
+    compiled = compile(Grammar.from_lark(text, lexer=lexer), vocab, cache=False)
+    assert compiled._engine.lexer.late is not None
+    reference = lark.Lark(text, parser="lalr", lexer=lexer)
+    verdicts = {}
+    for doc in END_ONLY_DOCS:
+        matcher = compiled.matcher()
+        by_tokens = all(matcher.accept_token(t) for t in vocab.encode(doc)) and matcher.is_accepting()
+        try:
+            by_text = compiled.matcher(prefix=doc).is_accepting()
+        except TextRejectedError:
+            by_text = False
+        assert by_tokens == by_text == _lark_accepts(reference, doc), doc
+        verdicts[doc] = by_tokens
+    assert verdicts["a: /\\/\nb: c\n"] and verdicts["a: /\\/ "] and not verdicts['a: /\\/\nb: "/"\n']
+    rng = random.Random(1)  # and random texts after "/\\/", about 40% of them accepted
+    pieces = ["a: ", "/", "\\", "\\/", "x", " ", "\n", "b: c\n", "|", '"q"', "i", "//", "é", "/\\/", "c"]
+    for _ in range(1000):
+        doc = "a: /\\/" + "".join(rng.choice(pieces) for _ in range(rng.randint(0, 8)))
+        matcher = compiled.matcher()
+        by_tokens = all(matcher.accept_token(t) for t in vocab.encode(doc)) and matcher.is_accepting()
+        assert by_tokens == _lark_accepts(reference, doc), doc
+
+
+def test_the_end_only_reading_in_every_path():
+    text = (LARK_GRAMMARS / "lark.lark").read_text()
+    vocab = get_vocab("smollm2")
+    compiled = compile(Grammar.from_lark(text, lexer="basic"), vocab, cache=False)
+    doc = "a: /\\/\nb: c\n x"
+    ids = vocab.encode(doc)
+    matcher = compiled.matcher()
+    batched, own = allocate_bitmask(1, vocab.n_logits), allocate_bitmask(1, vocab.n_logits)
+    ends = []
+    for k, t in enumerate(ids):
+        fresh = compiled.matcher(prefix=vocab.decode(ids[:k]))
+        fill_masks([matcher], batched)
+        fresh.fill_mask(own[0])
+        assert np.array_equal(batched, own), vocab.decode(ids[:k])
+        ends.append(matcher.is_accepting())
+        matcher.advance(t)
+    assert ends.count(True) >= 2  # after "a: /\/" and after "...b: c\n"
+    for k in range(len(ids), 0, -1):
+        matcher.rollback(1)
+        assert matcher.fork().is_accepting() == ends[k - 1]
+
+
 def _pieces(text: bytes, pieces: list[bytes], rng: random.Random) -> list[int]:
     """``text`` as random pieces of the vocabulary (every byte of it is one)."""
     ids, i = [], 0
@@ -179,6 +246,17 @@ def test_masks_equal_the_oracle_at_every_prefix(grammar, pieces, texts):
         for _ in range(3):
             ids = _pieces(text.encode(), parts, rng)
             assert check_cuts(compiled, oracle, vocab, ids, list(range(len(ids) + 1))) == len(ids) + 1
+
+
+def test_masks_equal_the_oracle_where_only_the_end_falls_back():
+    text = (LARK_GRAMMARS / "lark.lark").read_text()
+    grammar = Grammar.from_lark(text, lexer="basic")
+    vocab = get_vocab("smollm2")
+    compiled = compile(grammar, vocab, cache=False)
+    oracle = MaskOracle(text, build_lexer(grammar), vocab, backtrack=True)
+    for doc in ("a: /\\/\nb: c\n", "a: /\\/ | /y/\n"):
+        ids = vocab.encode(doc)
+        assert check_cuts(compiled, oracle, vocab, ids, list(range(len(ids) + 1))) == len(ids) + 1
 
 
 ZEROS = 'start: item*\nitem: INT NAME | FLOAT | NAME\nINT: /0|[1-9][0-9]*/\nFLOAT: /[0-9]+\\.[0-9]+/\nNAME: /[a-z]+/\n'

@@ -310,7 +310,7 @@ class _Group:
                 b = self._n_states = a + _STACK_VIEW - left
             self._rows += (row, q, pair, eos, a, b, marked)
             m._mask = self._memo_rows[self._n]
-            m._mask_key = (q, stack, post)
+            m._mask_key = (q, stack, post, m._late)
         self.entries.append(m)
         self._n += 1
         if len(self._rows) == self.chunk * _COLUMNS:
@@ -424,6 +424,9 @@ def _plan(matchers: Sequence[Matcher], rows: Sequence[int], bitmask: np.ndarray,
         q = m._lexstate
         pair = -1
         if q != _TERMINATED:
+            if m._late:  # EOS also from the readings kept beside a late lexer state: fill_mask, budget included
+                own.append((m, row))
+                continue
             if m._budget is not None:
                 budgeted.append((m, row))
             if m._memo_valid():  # also a matcher named twice, planned before
@@ -521,6 +524,6 @@ def fill_masks(matchers: Sequence[Matcher], bitmask: np.ndarray, indices: Sequen
     for m, row in memo:
         bitmask[row] = m._mask
     for m, row in own:
-        m.fill_mask(bitmask[row])  # budgets are not built for counted terminals: nothing more to restrict
+        m.fill_mask(bitmask[row])  # a budget restricts in fill_mask (and is never built for counted terminals)
     for m, row in budgeted:
         m._budget.restrict(bitmask[row], m._lexstate, m._stack, len(m._history), m._post)

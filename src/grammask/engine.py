@@ -25,7 +25,7 @@ from grammask.vocab import Vocabulary
 
 _LEXER_FIELDS = ("trans", "accept", "produce", "ignored")
 _LEXER_OPTIONAL = ("restart", "branch_ptr", "branch_start", "branch_mode", "lr_mode", "mode_start", "ban_row", "ban",
-                   "alt", "part_row", "parts", "part_bits")
+                   "alt", "part_row", "parts", "part_bits", "late")
 _TABLE_ARRAYS = ("action", "goto", "rule_lhs", "rule_len", "rule_rhs", "dropped")
 
 

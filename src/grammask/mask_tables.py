@@ -60,7 +60,7 @@ if TYPE_CHECKING:
     from grammask.errors import Deadline
     from grammask.vocab import Vocabulary
 
-FORMAT_VERSION = 12
+FORMAT_VERSION = 13
 
 _GROWING = ("pair_mask", "pair_marks", "masks", "marks_ptr", "marks", "state_class", "state_lcp", "state_dep",
             "dep_word_ptr", "dep_words", "dep_bits", "class_seq_ptr", "class_seq_terms", "class_follow")
@@ -239,7 +239,7 @@ def _with_fallbacks(grammar: Grammar, lexer: LexerAutomaton, follows: np.ndarray
     opaque = frozenset() if rules is None else frozenset(
         t for t, name in enumerate(lexer.terminals) if rules.newline in (name, stands_for.get(name)))
     joins = _joins(follows, mapping, opaque)
-    backed, made, limit = with_fallbacks(lexer, joins)
+    backed, made, limit = with_fallbacks(lexer, joins, late=rules is None)
     if limit is not None:
         warnings.warn(f"grammar '{grammar.name}': grammask's lexer does not back up to an earlier match where Lark's "
                       f"does: {limit}", stacklevel=4)

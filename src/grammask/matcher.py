@@ -2,7 +2,9 @@
 
 A matcher's state is a lexer state (the pending, unfinished lexeme) and a persistent LR stack, and
 beside them what the lexer and postlex keep: the indentation context, or the pending lexeme's count
-for counted terminals (:mod:`grammask.counting`).
+for counted terminals (:mod:`grammask.counting`). Inside a lexeme that only the end of input could make Lark back up
+from (a *late* lexer state, :class:`~grammask.automata.fallback.Fallbacks`), the matcher also keeps the reading
+where it does: the earlier match emitted and the text after it lexed and parsed again; it decides only EOS.
 ``fill_mask`` copies the precomputed mask of ``(lexer state, top LR state)`` and adds the
 token classes whose acceptance depends on the stack below, checked against the real stack.
 Each accepted token pushes the previous state on a history list, so ``rollback`` is a pop and
@@ -18,6 +20,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from grammask.automata.lexer import BRANCH
 from grammask.bitmask import bitmask_words
 from grammask.budget import TokenBudget
 from grammask.errors import (
@@ -101,6 +104,7 @@ class Matcher(TokenSteps):
         "_counting",
         "_history",
         "_indenter",
+        "_late",
         "_lexer",
         "_lexstate",
         "_mask",
@@ -127,13 +131,14 @@ class Matcher(TokenSteps):
         self._post = INDENT_START if self._indenter is not None else None
         if self._counting is not None:
             self._post = self._lexer.start_count
-        self._history: list[tuple[int, tuple, tuple | None]] = []
+        self._late: tuple = ()  # the readings kept beside a late lexer state, each (lexstate, stack, post, late)
+        self._history: list[tuple[int, tuple, tuple | None, tuple]] = []
         self._mask: np.ndarray | None = None
         self._mask_key: tuple | None = None
         if self._indenter is not None and self._indenter.spec.eof_newline:
-            self._lexstate, self._stack, self._post = self._state_after(b"\n")  # CPython measures line 1 too
+            self._lexstate, self._stack, self._post, self._late = self._state_after(b"\n")  # CPython measures line 1 too
         if prefix:
-            self._lexstate, self._stack, self._post = self._state_after(
+            self._lexstate, self._stack, self._post, self._late = self._state_after(
                 prefix.encode() if isinstance(prefix, str) else prefix)
         self._budget = None if max_tokens is None else self._new_budget(max_tokens)
         self._costs = self._budget  # the cost rows min_tokens_to_finish uses (made on first use when unbudgeted)
@@ -148,7 +153,11 @@ class Matcher(TokenSteps):
         """True iff the text so far is a whole sentence (EOS allowed now)."""
         if self._lexstate == _TERMINATED:
             return False
-        return self._accepts_end(self._lexstate, self._stack, self._post)
+        return self._ends(self._lexstate, self._stack, self._post, self._late)
+
+    def _ends(self, lexstate: int, stack, post, late: tuple) -> bool:
+        """Whether the text may end in this state, or in one of the ``late`` readings kept beside it."""
+        return self._accepts_end(lexstate, stack, post) or any(self._ends(*reading) for reading in late)
 
     def _accepts_end(self, lexstate: int, stack, post) -> bool:
         indenter = self._indenter
@@ -251,10 +260,10 @@ class Matcher(TokenSteps):
             raise MatcherStateError(
                 f"internal error: no mask table for lexer state {self._lexstate} with LR state {stack[0]}"
             )
-        if self._accepts_end(self._lexstate, stack, self._post):
+        if self._ends(self._lexstate, stack, self._post, self._late):
             row[rt.eos_words] |= rt.eos_bits
         self._mask = row.copy()
-        self._mask_key = (self._lexstate, stack, self._post)
+        self._mask_key = (self._lexstate, stack, self._post, self._late)
         if self._budget is not None:
             self._budget.restrict(row, self._lexstate, self._stack, len(self._history), self._post)
 
@@ -283,7 +292,8 @@ class Matcher(TokenSteps):
     def _memo_valid(self) -> bool:
         """Whether the mask kept from the last fill is this state's."""
         key = self._mask_key
-        return key is not None and key[0] == self._lexstate and key[1] is self._stack and key[2] == self._post
+        return (key is not None and key[0] == self._lexstate and key[1] is self._stack and key[2] == self._post
+                and key[3] is self._late)
 
     def _add_depends(self, row: np.ndarray, stack, lexstate: int, marks: np.ndarray) -> None:
         """OR in the marked classes the real stack accepts (compiled check; Python for very deep stacks)."""
@@ -385,7 +395,7 @@ class Matcher(TokenSteps):
         if token_id in vocab.eos_ids:
             if not self.is_accepting():
                 raise TokenRejectedError(token_id, "(EOS) is not allowed: the output is not a complete sentence yet")
-            self._push(_TERMINATED, self._stack, self._post)
+            self._push(_TERMINATED, self._stack, self._post, ())
             return
         new = self._step(token_id)
         if new is None:
@@ -405,7 +415,47 @@ class Matcher(TokenSteps):
         data = self.compiled.vocab.tokens[token_id] if token_id < len(self.compiled.vocab.tokens) else None
         if not data:
             return None
-        return self._read(self._lexstate, self._stack, self._post, data)
+        return self._advance(self._lexstate, self._stack, self._post, self._late, data)
+
+    def _advance(self, lexstate: int, stack, post, late: tuple, data: bytes):
+        """:meth:`_read` with the late readings (see the module doc): (lexer state, stack, indentation context,
+        late readings) after ``data``, or None.
+
+        Entering a late state from the match it copies starts the reading where the lexeme ends before that byte;
+        leaving the late states ends them (the long lexeme is complete)."""
+        marks = self._lexer.late
+        if marks is None:
+            new = self._read(lexstate, stack, post, data)
+            return None if new is None else (*new, ())
+        for b in data:
+            byte = bytes((b,))
+            new = self._read(lexstate, stack, post, byte)
+            if new is None:
+                return None
+            if marks[new[0]] < 0:
+                late = ()
+            elif marks[lexstate] < 0:
+                late = self._ended(lexstate, stack, post, byte)
+            else:
+                late = tuple(r for r in (self._advance(*reading, byte) for reading in late) if r is not None)
+            lexstate, stack, post = new
+        return lexstate, stack, post, late
+
+    def _ended(self, lexstate: int, stack, post, byte: bytes) -> tuple:
+        """The reading where the match in ``lexstate`` is emitted before ``byte`` and ``byte`` starts the next
+        lexeme (as a tuple of late readings: empty if rejected)."""
+        lexer = self._lexer
+        term = int(lexer.accept[lexstate])
+        stack = self._feed_lexer_terminals(stack, [term])
+        if stack is None:
+            return ()
+        again = int(lexer.restarts[lexstate])
+        if again == BRANCH:
+            again = lexer.branch_options[term].get(int(lexer.lr_mode[stack[0]]), -1)
+            if again < 0:
+                return ()
+        new = self._read(again, stack, post, byte)
+        return () if new is None else ((*new, ()),)
 
     def _read(self, lexstate: int, stack, post, data: bytes):
         """The (lexer state, stack, indentation context) after ``data``, or None if no sentence can follow it."""
@@ -457,18 +507,18 @@ class Matcher(TokenSteps):
         return fell is not None and self._follow_ok(fell[0], fell[1:], follow[alt[lexstate]])
 
     def _state_after(self, data: bytes):
-        state = self._read(self._lexstate, self._stack, self._post, data)
+        state = self._advance(self._lexstate, self._stack, self._post, self._late, data)
         if state is not None:
             return state
-        lexstate, stack, post = self._lexstate, self._stack, self._post
+        lexstate, stack, post, late = self._lexstate, self._stack, self._post, self._late
         for i in range(len(data)):  # a byte that no sentence can follow fails every longer text too
-            state = self._read(lexstate, stack, post, data[i : i + 1])
+            state = self._advance(lexstate, stack, post, late, data[i : i + 1])
             if state is None:
                 raise TextRejectedError(
                     i, f"the prefix cannot begin a sentence of the grammar: it fails at byte {i} ({data[i:i + 1]!r}, "
                     f"after {data[max(0, i - 20):i]!r})"
                 )
-            lexstate, stack, post = state
+            lexstate, stack, post, late = state
         raise MatcherStateError("internal error: a prefix rejected whole was accepted byte by byte")
 
     def _lex_contextual(self, lexstate: int, stack, data: bytes):
@@ -515,11 +565,12 @@ class Matcher(TokenSteps):
                     return None
         return stack
 
-    def _push(self, lexstate: int, stack, post) -> None:
-        self._history.append((self._lexstate, self._stack, self._post))
+    def _push(self, lexstate: int, stack, post, late: tuple) -> None:
+        self._history.append((self._lexstate, self._stack, self._post, self._late))
         self._lexstate = lexstate
         self._stack = stack
         self._post = post
+        self._late = late
 
     def forced_text(self) -> bytes:
         """The longest byte string every continuation must start with (jump-forward text).
@@ -530,23 +581,23 @@ class Matcher(TokenSteps):
         """
         if self._lexstate == _TERMINATED:
             return b""
-        lexstate, stack, post = self._lexstate, self._stack, self._post
+        lexstate, stack, post, late = self._lexstate, self._stack, self._post, self._late
         out = bytearray()
         lexer = self._lexer
-        while len(out) < _MAX_FORCED and not self._accepts_end(lexstate, stack, post):
+        while len(out) < _MAX_FORCED and not self._ends(lexstate, stack, post, late):
             lexable = lexer.trans[lexstate] >= 0
             if lexer.accept[lexstate] >= 0:
                 lexable |= (lexer.trans[lexer.next_starts(lexstate)] >= 0).any(axis=0)
             nexts = []
             for b in np.flatnonzero(lexable).tolist():
-                state = self._read(lexstate, stack, post, bytes((b,)))
+                state = self._advance(lexstate, stack, post, late, bytes((b,)))
                 if state is not None:
                     nexts.append((b, state))
                     if len(nexts) > 1:
                         break
             if len(nexts) != 1:
                 break
-            b, (lexstate, stack, post) = nexts[0]
+            b, (lexstate, stack, post, late) = nexts[0]
             out.append(b)
         return bytes(out)
 
@@ -578,7 +629,7 @@ class Matcher(TokenSteps):
             raise MatcherStateError(f"cannot roll back {k} tokens: {len(self._history)} accepted so far")
         if k == 0:
             return
-        self._lexstate, self._stack, self._post = self._history[-k]
+        self._lexstate, self._stack, self._post, self._late = self._history[-k]
         del self._history[-k:]
 
     def fork(self) -> Matcher:

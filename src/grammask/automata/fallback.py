@@ -17,7 +17,8 @@ then lexes as Lark does, with emission delayed to the byte where the long lexeme
 
 Only fallbacks that some text can take are kept (the long lexeme can die, or end with the input, at a point where
 the text since the earlier match lexes on); a grammar without such a place gets its automaton back unchanged
-and pays nothing. Where the construction would not end (a fallback inside a fallback without bound, as for
+and pays nothing. A fallback only the end of input could take becomes *late* states (see :class:`Fallbacks`) or is
+not kept. Where the construction would not end (a fallback inside a fallback without bound, as for
 terminals ``a`` and ``a+b`` on ``aaaa…``) it stops at :data:`MAX_NEW_STATES` and reports why.
 """
 
@@ -35,8 +36,7 @@ MAX_NEW_STATES = 20_000
 
 MAX_DEPTH = 5
 """The most fallback and chain states one restart may lead through: the lexemes Lark may still have to emit when a
-long lexeme dies. Past it (a long lexeme that never dies while any text after the earlier match lexes on, such as
-lark.lark's ``REGEXP`` after ``/\\/``) the fallback is dropped, which keeps the plain rule there; see ``cut``."""
+long lexeme dies. Past it the fallback is dropped, which keeps the plain rule there; see ``cut``."""
 
 END = 256
 """The end of input, as a byte column of ``allowed``."""
@@ -50,6 +50,9 @@ BRANCH = -2
 
 HEAD = -3
 """``origin`` of a *parting* state (see :class:`Fallbacks`)."""
+
+LATE = -4
+"""The restart key of a *late* state (see :class:`Fallbacks`) while it is built."""
 
 
 Reading = frozenset[tuple[int, int]]
@@ -85,6 +88,13 @@ class Fallbacks:
     terminal stands for those modes only. ``parted`` names the terminals of fallbacks still not kept because the mode
     after a lexeme of their chain would decide how the text after it lexes. ``part_row`` is None without parting
     states.
+
+    A fallback only the end of input could take (the long lexeme cannot die on a byte, as lark.lark's ``REGEXP``
+    after ``/\\/`` while no ``/`` follows) is not a fallback state: the text after the earlier match would have to be
+    lexed and parsed to its end. Where the long lexeme can only become the earlier match's terminal, its states are
+    copied as *late* states instead: ``late[q]`` is the terminal of the earlier match pending (-1 elsewhere); a late
+    state lexes as its ``origin`` and is not accepting, and whoever reads the text keeps the reading where the long
+    lexeme ends with the input beside it (the matcher does, ``Matcher._advance``). ``late`` is None without them.
     """
 
     n_plain: int
@@ -100,6 +110,7 @@ class Fallbacks:
     part_row: np.ndarray | None = None
     parts: np.ndarray | None = None
     bits: np.ndarray | None = None
+    late: np.ndarray | None = None
 
     @property
     def added(self) -> bool:
@@ -147,7 +158,8 @@ def ends_allowed(trans: np.ndarray, accept: np.ndarray, trailing: tuple[tuple[in
 
 def add_fallbacks(trans: np.ndarray, accept: np.ndarray, restart: np.ndarray, allowed: np.ndarray,
                   produce: np.ndarray, branches: list[list[int]] | None = None,
-                  looks_past: frozenset[int] = frozenset(), joins: Joins | None = None) -> Fallbacks | None:
+                  looks_past: frozenset[int] = frozenset(), joins: Joins | None = None, late: bool = False,
+                  ) -> Fallbacks | None:
     """The lexer DFA ``trans``/``accept`` (every next lexeme starting in ``restart[q]``, a state with an empty
     lexeme; ``allowed`` from :func:`ends_allowed`; ``produce`` its Prod rows) with Lark's fallbacks as states; None where no text can take a
     fallback (the automaton stays as it is).
@@ -165,9 +177,12 @@ def add_fallbacks(trans: np.ndarray, accept: np.ndarray, restart: np.ndarray, al
     parser never takes so is not kept (at any depth, and not recorded as dropped): Lark's parse of every such reading
     fails, as the plain rule's lexing does.
 
+    With ``late``, a fallback only the end of input could take becomes late states where the long lexeme can only
+    become the earlier match's terminal (see :class:`Fallbacks`); without, it is not kept.
+
     Raises :class:`FallbackLimit` where the fallbacks need more than :data:`MAX_NEW_STATES` states.
     """
-    built = _Builder(trans, accept, restart, allowed, produce, branches or [], looks_past, joins)
+    built = _Builder(trans, accept, restart, allowed, produce, branches or [], looks_past, joins, late)
     built.run()
     return built.result()
 
@@ -232,8 +247,10 @@ def can_die(trans: np.ndarray, accept: np.ndarray, starts: frozenset[int] = froz
 
 class _Builder:
     def __init__(self, trans: np.ndarray, accept: np.ndarray, restart: np.ndarray, allowed: np.ndarray,
-                 produce: np.ndarray, branches: list[list[int]], looks_past: frozenset[int], joins: Joins | None):
+                 produce: np.ndarray, branches: list[list[int]], looks_past: frozenset[int], joins: Joins | None,
+                 late: bool):
         self.n = len(accept)
+        self.late = late
         self.looks_past = looks_past
         self.joins = joins
         self.produce = produce
@@ -259,6 +276,7 @@ class _Builder:
         self.utf8 = _utf8_table()
         self._dead: dict[int, list[int]] = {}
         self._parses: dict[tuple[int, int], bool] = {}
+        self._inside: dict[tuple[int, int], bool] = {}
 
     def state(self, origin: int, term: int, again: int, bits: int = 0, before: int = -1) -> int:
         """The state growing ``origin``'s lexeme (-1: a chain state) that emits ``term`` and restarts in ``again``
@@ -275,6 +293,33 @@ class _Builder:
                 self._drop(self.cut, term, term, [again], before)
                 return -1
             found = self.ids[key] = self._add(key, depth)
+        return found
+
+    def late_state(self, origin: int, term: int) -> int:
+        """The late state growing ``origin``'s lexeme while a match of ``term`` is pending that only the end of input
+        could take."""
+        key = (origin, term, LATE, 0)
+        found = self.ids.get(key)
+        if found is None:
+            found = self.ids[key] = self._add(key, 0)
+        return found
+
+    def ends_inside(self, q: int, u: int) -> bool:
+        """Whether the input may end while the lexeme in plain state ``q`` (at UTF-8 position ``u``) is incomplete: some
+        valid text leads it through incomplete states only to one between two characters."""
+        found = self._inside.get((q, u))
+        if found is None:
+            seen, todo = {(q, u)}, [(q, u)]
+            found = False
+            while todo and not found:
+                q, u = todo.pop()
+                found = u == 0
+                for byte, nxt in enumerate(self.trans[q]):
+                    after = self.utf8[u][byte]
+                    if nxt >= 0 and after >= 0 and self.plain_accept[nxt] < 0 and (nxt, after) not in seen:
+                        seen.add((nxt, after))
+                        todo.append((nxt, after))
+            self._inside[(q, u)] = found
         return found
 
     def parses(self, term: int, again: int, before: int) -> bool:
@@ -334,12 +379,18 @@ class _Builder:
         if origin < 0:
             return [-1] * 256
         accept = self.plain_accept
+        if again == LATE:  # the long lexeme grows until it is complete again
+            return [nxt if nxt < 0 or accept[nxt] >= 0 else self.late_state(nxt, term) for nxt in self.trans[origin]]
         out = []
         for byte, nxt in enumerate(self.trans[origin]):
             if nxt < 0 or accept[nxt] >= 0:
                 out.append(nxt)
                 continue
-            if not self.dies[nxt]:  # only the end of input could make Lark fall back: not kept (see module doc)
+            if not self.dies[nxt]:  # only the end of input could make Lark fall back (see Fallbacks)
+                if (self.late and s < self.n and term >= 0 and self.allowed[s][byte]
+                        and set(self.produce_lists[nxt]) <= {term} and self.ends_inside(nxt, self.utf8[0][byte])):
+                    out.append(self.late_state(nxt, term))
+                    continue
                 fallback = False
             elif s < self.n:  # a plain state: its own match is the fallback, if it is one and may end here
                 fallback = term >= 0 and self.allowed[s][byte]
@@ -361,6 +412,8 @@ class _Builder:
         nxt = self.row(s)[byte]
         if nxt >= 0:
             head, term, row, _ = self.keys[nxt]
+            if row == LATE:  # text re-read past a match: the end-only reading is not kept there
+                return head
             if head != HEAD:
                 return nxt
             # the mode after a lexeme of the chain would pick the restart: not kept
@@ -439,7 +492,7 @@ class _Builder:
 
     def result(self) -> Fallbacks | None:
         n, keys = self.n, self.keys
-        fallback = [k[0] >= 0 and s >= n for s, k in enumerate(keys)]
+        fallback = [k[0] >= 0 and s >= n and k[2] != LATE for s, k in enumerate(keys)]
         usable = [False] * len(keys)
         for s in range(n, len(keys)):
             origin, _, again, _ = keys[s]
@@ -471,7 +524,7 @@ class _Builder:
             links = [plain[t] for t in self.rows[s] if t >= 0]
             if s in members:
                 links.extend(members[s])
-            elif s >= n:
+            elif s >= n and keys[s][2] != LATE:
                 links.append(plain[keys[s][2]])
             for t in links:
                 if t not in number:
@@ -485,6 +538,7 @@ class _Builder:
         restart = np.empty(size, dtype=np.int32)
         origin = np.empty(size, dtype=np.int32)
         bits = np.zeros(size, dtype=np.int64)
+        late = np.full(size, -1, dtype=np.int32)
         width = max((len(options) for options in self.branches), default=0)
         part_row = np.full(size, -1, dtype=np.int32)
         parts = np.full((len(members), 1 + width), -1, dtype=np.int32)
@@ -504,14 +558,17 @@ class _Builder:
                 parts[row_of, 0] = term
                 parts[row_of, 1:1 + len(members[s])] = heads[new]
                 continue
+            if again == LATE:
+                accept[new], restart[new], origin[new], late[new] = -1, 0, key_origin, term
+                continue
             accept[new], restart[new], origin[new] = term, number[plain[again]], key_origin
             if key_origin >= 0:
                 windows.setdefault(term, set()).update(b for b, t in enumerate(row) if t >= n)
         for s in range(n):  # the byte that leaves a match for a fallback state is read while it is pending too
             for byte, t in enumerate(trans[s].tolist()):
-                if t >= n and (origin[t] >= 0 or origin[t] == HEAD):
+                if t >= n and late[t] < 0 and (origin[t] >= 0 or origin[t] == HEAD):
                     windows.setdefault(self.plain_accept[s], set()).add(byte)
-        fallbacks = [q for q in range(n, size) if origin[q] >= 0]
+        fallbacks = [q for q in range(n, size) if origin[q] >= 0 and late[q] < 0]
         alt = np.full(size + len(fallbacks), -1, dtype=np.int32)
         alt[n:size][origin[n:] == -1] = CHAIN
         alt[fallbacks] = np.arange(size, size + len(fallbacks), dtype=np.int32)
@@ -526,7 +583,8 @@ class _Builder:
             np.concatenate([origin, np.full(pad, -2, dtype=np.int32)]), alt, first_after,
             {t: frozenset(b) for t, b in windows.items()}, _frozen(self.cut), _frozen(self.parted),
             np.concatenate([part_row, np.full(pad, -1, dtype=np.int32)]) if parting else None,
-            parts if parting else None, np.concatenate([bits, np.zeros(pad, dtype=np.int64)]) if parting else None)
+            parts if parting else None, np.concatenate([bits, np.zeros(pad, dtype=np.int64)]) if parting else None,
+            np.concatenate([late, np.full(pad, -1, dtype=np.int32)]) if (late >= 0).any() else None)
 
     def _first_after(self, x: int, rows: list[list[int]], acc: list[int], restart: list[int], origin: list[int],
                      alt: list[int], heads: dict[int, list[int]]) -> list[bool]:

@@ -95,6 +95,9 @@ class LexerAutomaton:
     (the match's terminal, then per branch option of it the state to go on in), which the reader replaces at once by
     the one of the mode the parser reaches after the terminal (:meth:`member`); ``part_bits[q]`` is the set of branch
     options a fallback state serves (0: all), for which its terminal is emitted. None without parting states.
+    ``late[q]`` (-1 elsewhere; None without) is, for a *late* state, the terminal of an earlier match only the end of
+    input could fall back to (:class:`~grammask.automata.fallback.Fallbacks`): the state lexes as the plain one
+    it copies, and a reader keeps that reading beside it.
 
     With counted terminals (:mod:`grammask.automata.counted`), ``counter`` holds how the lexeme's count is kept:
     the states of the counted region have a copy per level of the count, and :meth:`step` takes the count.
@@ -125,6 +128,7 @@ class LexerAutomaton:
     part_row: np.ndarray | None = None
     parts: np.ndarray | None = None
     part_bits: np.ndarray | None = None
+    late: np.ndarray | None = None
     counter: CountTables | None = field(default=None, compare=False, repr=False)
     matches: np.ndarray | None = field(default=None, compare=False, repr=False)
     rank: np.ndarray | None = field(default=None, compare=False, repr=False)
@@ -358,9 +362,9 @@ def _dfa_rows(dfa: ByteDFA, n_columns: int) -> tuple[np.ndarray, np.ndarray]:
     return trans, matches
 
 
-def with_fallbacks(lexer: LexerAutomaton, joins: Joins | None = None,
+def with_fallbacks(lexer: LexerAutomaton, joins: Joins | None = None, late: bool = False,
                    ) -> tuple[LexerAutomaton, Fallbacks | None, str | None]:
-    """``lexer`` with Lark's fallbacks (:mod:`grammask.automata.fallback`; ``joins`` as in
+    """``lexer`` with Lark's fallbacks (:mod:`grammask.automata.fallback`; ``joins`` and ``late`` as in
     :func:`~grammask.automata.fallback.add_fallbacks`): the lexer (itself where no text can take a fallback), the
     fallbacks found (None where there are none) and why they were not added where they would be needed (None).
 
@@ -374,7 +378,7 @@ def with_fallbacks(lexer: LexerAutomaton, joins: Joins | None = None,
     try:
         looks_past = frozenset() if lexer.ban is None else frozenset(lexer.accept[lexer.ban_row >= 0].tolist())
         made = add_fallbacks(lexer.trans, lexer.accept, lexer.restarts, allowed, lexer.produce, branches, looks_past,
-                             joins)
+                             joins, late)
     except FallbackLimit as e:
         return lexer, None, str(e)
     if made is None or not made.added:
@@ -387,7 +391,8 @@ def with_fallbacks(lexer: LexerAutomaton, joins: Joins | None = None,
     ban_row = None if lexer.ban_row is None else np.concatenate([lexer.ban_row, np.full(extra, -1, dtype=np.int32)])
     return dataclasses.replace(
         lexer, trans=made.trans, accept=made.accept, produce=produce, restart=made.restart, alt=made.alt,
-        ban_row=ban_row, part_row=made.part_row, parts=made.parts, part_bits=made.bits, matches=None, rank=None
+        ban_row=ban_row, part_row=made.part_row, parts=made.parts, part_bits=made.bits, late=made.late, matches=None,
+        rank=None
     ), made, None
 
 
