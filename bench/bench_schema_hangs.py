@@ -8,9 +8,10 @@ compile timeout) within the fast limit, ``slow`` (either, later), ``killed`` (pa
 ``crashed`` (an exception that is no grammask error, or a dead worker).
 
     python bench/bench_schema_hangs.py REPO_GIT_DIR [--sample 300] [--seed 0] [--tokenizer llama3]
-        [--fast-s 2] [--wall-s 10] [--json OUT] [--md OUT] [--rows ROWS.jsonl]
+        [--fast-s 2] [--wall-s 10] [--json OUT] [--md OUT] [--rows ROWS.jsonl] [--names NAMES.txt]
 
-``--sample 0`` takes every schema. ``--rows`` appends each schema's row to a JSON-lines file as it is
+``--sample 0`` takes every schema; ``--names`` only the schemas a file names (one file name per line, e.g. the
+ones an earlier run found slow, to measure them again). ``--rows`` appends each schema's row to a JSON-lines file as it is
 measured and skips the schemas already there, so a run of all 11,306 schemas can stop and go on.
 
 ``REPO_GIT_DIR`` is a git directory of guidance-ai/jsonschemabench (read with ``git show``,
@@ -189,13 +190,20 @@ def main() -> None:
     parser.add_argument("--json")
     parser.add_argument("--md")
     parser.add_argument("--rows", help="JSON-lines file of measured rows: appended to, and its schemas skipped")
+    parser.add_argument("--names", help="file of schema file names, one per line: only these are measured")
     args = parser.parse_args()
     missing = [v for v in THREAD_VARS if v not in os.environ]
     if missing:
         print(f"note: {', '.join(missing)} unset; the worker may use several threads", file=sys.stderr)
     names = schema_names(args.repo)
-    count = len(names) if args.sample <= 0 else min(args.sample, len(names))
-    sample = sorted(random.Random(args.seed).sample(names, count))
+    if args.names:
+        named = set(Path(args.names).read_text().split())
+        sample = [name for name in names if Path(name).name in named]
+        if len(sample) != len(named):
+            parser.error(f"{len(named) - len(sample)} names of {args.names} are not MaskBench schemas")
+    else:
+        count = len(names) if args.sample <= 0 else min(args.sample, len(names))
+        sample = sorted(random.Random(args.seed).sample(names, count))
     rows = _read_rows(args.rows)
     done = {r["name"] for r in rows}
     pool = Pool1(args.tokenizer, args.fast_s)

@@ -8,7 +8,9 @@ import lark
 import pytest
 
 from grammask import Grammar
-from grammask.automata.lexer import build_lexer
+from grammask.automata.lexer import _max_width, _nfa_width, build_lexer
+from grammask.automata.patterns import terminal_nfa
+from grammask.errors import NO_DEADLINE
 from grammask.mask_tables import build_front
 
 
@@ -128,3 +130,19 @@ def test_terminal_that_never_wins_is_warned():
     g = Grammar.from_lark('start: (WORD | NL | WS)*\nWORD: /[a-z]+/\nNL: /\\n+/\nWS: /\\s+/\n', lexer="basic")
     with pytest.warns(UserWarning, match=r"terminal\(s\) NL can never be lexed"):
         build_front(g)
+
+
+@pytest.mark.parametrize("pattern", [
+    "[a-z]+", "ab|abc|x", "é{2,5}", "(?:日本|x){3}", "[^\\n]{0,7}\\n", "(a|bc)?d", "\\d{1,4}(\\.\\d+)?", "(?:ab)*c",
+    "[\\u00e9-\\u4e00]{2}z?", "\"(?:[^\"\\\\]|\\\\.){0,40}\"",
+])
+def test_width_on_the_automaton_is_larks(pattern):
+    # a pattern too long to parse again is measured on its automaton: the order of terminals must not change
+    assert _nfa_width(terminal_nfa(pattern), NO_DEADLINE) == _max_width(pattern)
+
+
+def test_a_long_alternation_is_ordered_without_parsing_it_again():
+    words = [f"w{i:06d}" for i in range(20_000)]  # a 160 KB pattern, as a JSON schema's enum makes
+    grammar = Grammar.from_lark(f'start: LONG | SHORT\nLONG: /{"|".join(words)}|w0000000/\nSHORT: /w[0-9]{{6}}/\n')
+    assert len(grammar.terminals[0].pattern) > 4096
+    assert _lex(grammar, b"w000123") == ["LONG"]  # the wider terminal (8 characters against 7) wins the tie

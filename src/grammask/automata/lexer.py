@@ -306,7 +306,8 @@ def build_lexer(grammar: Grammar, deadline: Deadline | None = None) -> LexerAuto
     if dfa.accepts[dfa.start]:
         names = ", ".join(terminals[i].name for i in sorted(dfa.accepts[dfa.start]))
         raise GrammarError(f"terminal(s) {names} match the empty string; the lexer needs every terminal to consume input")
-    order = _swallowed_after(sorted(range(len(terminals)), key=lambda i: _tie_key(terminals[i])), grammar)
+    keys = [_tie_key(t, nfa, deadline) for t, nfa in zip(terminals, nfas, strict=True)]
+    order = _swallowed_after(sorted(range(len(terminals)), key=keys.__getitem__), grammar)
     rank = np.empty(len(terminals), dtype=np.int64)
     rank[order] = np.arange(len(terminals))
     accept = np.array(
@@ -522,10 +523,64 @@ def _swallowed_after(order: list[int], grammar: Grammar) -> list[int]:
     return order
 
 
-def _tie_key(t: Terminal) -> tuple:
+_PARSED_WIDTH = 4096
+"""Patterns up to this long are measured as Lark measures them (``sre_parse``); longer ones on their automaton, which
+gives the same width for the patterns grammask accepts without parsing their source again (seconds for a
+megabyte-long alternation a JSON schema's ``enum`` makes)."""
+
+
+def _tie_key(t: Terminal, nfa: ByteNFA, deadline: Deadline) -> tuple:
+    """Lark's order of terminals: priority, literals first, then the widest, the longest pattern, the name."""
     plain = t.literal is not None and t.pattern == re.escape(t.literal)  # its width is its length: no parse
-    width = len(t.literal) if plain else _max_width(t.pattern)
+    if plain:
+        width = len(t.literal)
+    elif len(t.pattern) <= _PARSED_WIDTH:
+        width = _max_width(t.pattern)
+    else:
+        width = _nfa_width(nfa, deadline)
     return (-t.priority, t.literal is None, -width, -len(t.pattern), t.name)
+
+
+def _nfa_width(nfa: ByteNFA, deadline: Deadline) -> int:
+    """The most characters a string of ``nfa``'s language has (``sre_parse.MAXREPEAT`` if unbounded), counting the
+    bytes that begin a UTF-8 character."""
+    arcs = [[(target, int(lo < 0x80 or hi >= 0xC0)) for lo, hi, target in edges] + [(target, 0) for target in eps]
+            for edges, eps in zip(nfa.edges, nfa.eps, strict=True)]
+    back: list[list[int]] = [[] for _ in arcs]
+    for q, out in enumerate(arcs):
+        for target, _ in out:
+            back[target].append(q)
+    live, todo = {nfa.final}, [nfa.final]  # the states the final state is reachable from
+    while todo:
+        for q in back[todo.pop()]:
+            if q not in live:
+                live.add(q)
+                todo.append(q)
+    if nfa.start not in live:
+        return 0
+    longest: dict[int, int] = {}  # per live state done: the widest string from it to the final state
+    on_path: set[int] = set()
+    stack = [(nfa.start, 0)]
+    while stack:
+        q, k = stack.pop()
+        if k == 0:
+            if len(longest) % 4096 == 0:
+                deadline.check("the terminals' order")
+            on_path.add(q)
+        out = arcs[q]
+        while k < len(out) and out[k][0] not in live:
+            k += 1
+        if k < len(out):
+            stack.append((q, k + 1))
+            target = out[k][0]
+            if target in on_path:  # a cycle on the way to the final state
+                return int(sre_parse.MAXREPEAT)
+            if target not in longest:
+                stack.append((target, 0))
+            continue
+        on_path.discard(q)
+        longest[q] = max((longest[t] + w for t, w in out if t in live), default=0)
+    return longest[nfa.start]
 
 
 @lru_cache(maxsize=4096)
