@@ -211,6 +211,9 @@ def _feed_tracking(action, goto, rule_len, rule_lhs, stack, real, scratch, n_scr
 
 
 _BRANCHES = 64
+_MAX_PUSHES = 4096
+"""Branches one class may follow in all before it is left UNKNOWN: stacks under long chains of reductions with several
+candidates each branch without end in practice (a JSON schema's nested objects: seconds per class)."""
 
 
 @nb.njit(cache=True)
@@ -220,7 +223,8 @@ def classify_classes(action, goto, rule_len, rule_lhs, cand_key, cand_ptr, cand_
 
     When a reduction pops ``top`` itself, the states that can lie below are the candidates
     ``u`` with ``δ*(u, rhs[:j]) = top`` (see :func:`exposed_states`); each is followed as a
-    branch, and a class is ALWAYS (NEVER) only if it is accepted (rejected) on every branch.
+    branch, and a class is ALWAYS (NEVER) only if it is accepted (rejected) on every branch (UNKNOWN past
+    :data:`_MAX_PUSHES` branches).
     The real stack is one of the branches, so both answers are sound; UNKNOWN is checked
     against the real stack when decoding.
     """
@@ -239,6 +243,7 @@ def classify_classes(action, goto, rule_len, rule_lhs, cand_key, cand_ptr, cand_
         seen_always = False
         seen_never = False
         unknown = False
+        pushes = 0
         while n_work > 0 and not unknown:
             n_work -= 1
             given[0] = work_given[n_work]
@@ -262,6 +267,10 @@ def classify_classes(action, goto, rule_len, rule_lhs, cand_key, cand_ptr, cand_
                 # Follow every state that can lie under the popped part; no candidate: no such stack.
                 key = (cand_key[rule] + j - 1) * n_states + given[0]
                 lhs = rule_lhs[rule]
+                pushes += cand_ptr[key + 1] - cand_ptr[key]
+                if pushes > _MAX_PUSHES:
+                    unknown = True
+                    break
                 for m in range(cand_ptr[key], cand_ptr[key + 1]):
                     if n_work >= _BRANCHES:
                         unknown = True
