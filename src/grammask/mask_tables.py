@@ -508,11 +508,11 @@ class _StateBuilder:
         return walk
 
     @property
-    def exposed(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    def exposed(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """The states a reduction can expose below a known top (:func:`exposed_states`), made on first use."""
         if self._exposed is None:
             t = self.parse
-            self._exposed = exposed_states(t.action, t.goto, t.rule_len, t.rule_lhs, t.rule_rhs, t.end + 1)
+            self._exposed = exposed_states(t.action, t.goto, t.rule_len, t.rule_lhs, t.rule_rhs, t.end + 1, self.check)
         return self._exposed
 
     def _candidates(self, q: int) -> np.ndarray:

@@ -107,6 +107,15 @@ _CATEGORY_ESCAPES = {
 # --- AST -------------------------------------------------------------------------------------
 
 
+def _cached_hash(node) -> int:
+    """A node's hash, computed once: ASTs built by state elimination nest deeply and are hashed over and over."""
+    found = node.__dict__.get("_hash")
+    if found is None:
+        found = hash((type(node).__name__, *(getattr(node, f) for f in node.__dataclass_fields__)))
+        object.__setattr__(node, "_hash", found)
+    return found
+
+
 @dataclass(frozen=True)
 class Chars:
     """One character from a set of Unicode scalar values (empty set: matches nothing)."""
@@ -120,12 +129,16 @@ class Concat:
 
     parts: tuple[Node, ...]
 
+    __hash__ = _cached_hash
+
 
 @dataclass(frozen=True)
 class Alt:
     """Any one of the options."""
 
     options: tuple[Node, ...]
+
+    __hash__ = _cached_hash
 
 
 @dataclass(frozen=True)
@@ -137,6 +150,8 @@ class Repeat:
     max: int | None
     lazy: bool = False
 
+    __hash__ = _cached_hash
+
 
 @dataclass(frozen=True)
 class Look:
@@ -146,6 +161,8 @@ class Look:
     node: Node
     ahead: bool
     negative: bool
+
+    __hash__ = _cached_hash
 
 
 Node = Chars | Concat | Alt | Repeat | Look

@@ -23,7 +23,9 @@ from grammask.automata.utf8 import (
     union,
 )
 from grammask.errors import (
+    NO_DEADLINE,
     ConfigurationError,
+    Deadline,
     EmptyLanguageError,
     UnsupportedRegexError,
 )
@@ -346,37 +348,58 @@ def render_ranges(ranges: CodeRanges) -> str:
     return "[" + "".join(body) + "]"
 
 
-def render_regex(node: Node, atom=render_ranges) -> str:
-    """Python regex text for the AST; ``atom`` renders one character set as a self-contained atom."""
-    if isinstance(node, Chars):
-        return atom(node.ranges)
-    if isinstance(node, Concat):
-        return "".join(_grouped(p, atom, in_concat=True) for p in node.parts)
-    if isinstance(node, Alt):
-        return "|".join(render_regex(o, atom) for o in node.options)
-    inner = _grouped(node.node, atom, in_concat=False)
-    if (node.min, node.max) == (0, None):
-        quant = "*"
-    elif (node.min, node.max) == (1, None):
-        quant = "+"
-    elif (node.min, node.max) == (0, 1):
-        quant = "?"
-    elif node.max is None:
-        quant = f"{{{node.min},}}"
-    elif node.min == node.max:
-        quant = f"{{{node.min}}}"
-    else:
-        quant = f"{{{node.min},{node.max}}}"
-    return inner + quant
+def render_regex(node: Node, atom=render_ranges, deadline: Deadline = NO_DEADLINE) -> str:
+    """Python regex text for the AST; ``atom`` renders one character set as a self-contained atom.
+
+    A subtree the AST shares (state elimination shares many) is rendered once. Raises
+    :class:`~grammask.errors.CompileTimeoutError` once ``deadline`` has passed (checked every 4,096 subtrees).
+    """
+    return _Renderer(atom, deadline).text(node)
 
 
-def _grouped(node: Node, atom, *, in_concat: bool) -> str:
-    # ``atom`` always returns a self-contained atom, so only Alt (and, under a quantifier, any
-    # compound node) needs a group.
-    text = render_regex(node, atom)
-    if isinstance(node, Alt) or (not in_concat and not isinstance(node, Chars)):
-        return f"(?:{text})"
-    return text
+class _Renderer:
+    def __init__(self, atom, deadline: Deadline):
+        self.atom = atom
+        self.deadline = deadline
+        self.done: dict[int, str] = {}  # by node identity: the nodes live as long as the call
+
+    def text(self, node: Node) -> str:
+        found = self.done.get(id(node))
+        if found is None:
+            if len(self.done) % 4096 == 4095:
+                self.deadline.check("the JSON Schema string languages")
+            found = self.done[id(node)] = self._text(node)
+        return found
+
+    def _text(self, node: Node) -> str:
+        if isinstance(node, Chars):
+            return self.atom(node.ranges)
+        if isinstance(node, Concat):
+            return "".join(self._grouped(p, in_concat=True) for p in node.parts)
+        if isinstance(node, Alt):
+            return "|".join(self.text(o) for o in node.options)
+        inner = self._grouped(node.node, in_concat=False)
+        if (node.min, node.max) == (0, None):
+            quant = "*"
+        elif (node.min, node.max) == (1, None):
+            quant = "+"
+        elif (node.min, node.max) == (0, 1):
+            quant = "?"
+        elif node.max is None:
+            quant = f"{{{node.min},}}"
+        elif node.min == node.max:
+            quant = f"{{{node.min}}}"
+        else:
+            quant = f"{{{node.min},{node.max}}}"
+        return inner + quant
+
+    def _grouped(self, node: Node, *, in_concat: bool) -> str:
+        # ``atom`` always returns a self-contained atom, so only Alt (and, under a quantifier, any
+        # compound node) needs a group.
+        text = self.text(node)
+        if isinstance(node, Alt) or (not in_concat and not isinstance(node, Chars)):
+            return f"(?:{text})"
+        return text
 
 
 # --- the front end ---------------------------------------------------------------------------

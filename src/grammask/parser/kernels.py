@@ -11,6 +11,8 @@ the one-state stack ``[p]`` to find the classes whose fate does not depend on wh
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numba as nb
 import numpy as np
 
@@ -217,7 +219,7 @@ candidates each branch without end in practice (a JSON schema's nested objects: 
 
 
 @nb.njit(cache=True)
-def classify_classes(action, goto, rule_len, rule_lhs, cand_key, cand_ptr, cand_states, n_states, top,
+def classify_classes(action, goto, rule_len, rule_lhs, cand_key, cand_keys, cand_ptr, cand_states, n_states, top,
                      classes, seq_ptr, seq_terms, class_follow, follow_ptr, follow_terms, follow_any, out):
     """``out[k]`` = ALWAYS / NEVER / UNKNOWN for class ``classes[k]`` with LR state ``top`` on an unknown stack.
 
@@ -265,13 +267,13 @@ def classify_classes(action, goto, rule_len, rule_lhs, cand_key, cand_ptr, cand_
                     unknown = True
                     break
                 # Follow every state that can lie under the popped part; no candidate: no such stack.
-                key = (cand_key[rule] + j - 1) * n_states + given[0]
+                lo, hi = _exposed_range(cand_keys, cand_ptr, (cand_key[rule] + j - 1) * n_states + given[0])
                 lhs = rule_lhs[rule]
-                pushes += cand_ptr[key + 1] - cand_ptr[key]
+                pushes += hi - lo
                 if pushes > _MAX_PUSHES:
                     unknown = True
                     break
-                for m in range(cand_ptr[key], cand_ptr[key + 1]):
+                for m in range(lo, hi):
                     if n_work >= _BRANCHES:
                         unknown = True
                         break
@@ -282,7 +284,7 @@ def classify_classes(action, goto, rule_len, rule_lhs, cand_key, cand_ptr, cand_
                     n_work += 1
                 continue
             if status == ALWAYS:
-                status = _follow_branching(action, goto, rule_len, rule_lhs, cand_key, cand_ptr, cand_states,
+                status = _follow_branching(action, goto, rule_len, rule_lhs, cand_key, cand_keys, cand_ptr, cand_states,
                                            n_states, given, real, scratch, n_scratch, probe, class_follow[c],
                                            follow_ptr, follow_terms, follow_any)
             if status == ALWAYS:
@@ -302,7 +304,7 @@ def classify_classes(action, goto, rule_len, rule_lhs, cand_key, cand_ptr, cand_
 
 
 @nb.njit(cache=True)
-def _follow_branching(action, goto, rule_len, rule_lhs, cand_key, cand_ptr, cand_states, n_states, given, real,
+def _follow_branching(action, goto, rule_len, rule_lhs, cand_key, cand_keys, cand_ptr, cand_states, n_states, given, real,
                       scratch, n_scratch, probe, f, follow_ptr, follow_terms, follow_any):
     """Follow-set verdict on one branch: ALWAYS if some terminal is shifted on all its sub-branches."""
     if follow_any[f]:
@@ -314,12 +316,12 @@ def _follow_branching(action, goto, rule_len, rule_lhs, cand_key, cand_ptr, cand
         probe[:n_scratch] = scratch[:n_scratch]
         s, _, _, rule, depth = _feed_tracking(action, goto, rule_len, rule_lhs, given, real, probe, n_scratch, x)
         if s == UNKNOWN and rule >= 0:
-            key = (cand_key[rule] + depth - 1) * n_states + given[0]
+            lo, hi = _exposed_range(cand_keys, cand_ptr, (cand_key[rule] + depth - 1) * n_states + given[0])
             lhs = rule_lhs[rule]
             n_ok = 0
             n_bad = 0
-            n_all = cand_ptr[key + 1] - cand_ptr[key]
-            for m in range(cand_ptr[key], cand_ptr[key + 1]):
+            n_all = hi - lo
+            for m in range(lo, hi):
                 u = cand_states[m]
                 sub_given[0] = u
                 probe[0] = goto[u, lhs]
@@ -339,6 +341,15 @@ def _follow_branching(action, goto, rule_len, rule_lhs, cand_key, cand_ptr, cand
         if s == UNKNOWN:
             status = UNKNOWN
     return status
+
+
+@nb.njit(cache=True)
+def _exposed_range(cand_keys, cand_ptr, key):
+    """The slice of ``cand_states`` (:func:`exposed_states`) for ``key``; empty where no state is exposed."""
+    i = np.searchsorted(cand_keys, key)
+    if i < len(cand_keys) and cand_keys[i] == key:
+        return cand_ptr[i], cand_ptr[i + 1]
+    return 0, 0
 
 
 @nb.njit(cache=True)
@@ -387,26 +398,28 @@ def or_class_tokens(row, word_ptr, words, bits, lists):
 
 
 def exposed_states(action: np.ndarray, goto: np.ndarray, rule_len: np.ndarray, rule_lhs: np.ndarray,
-                   rule_rhs: np.ndarray, n_terms: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+                   rule_rhs: np.ndarray, n_terms: int, check: Callable[[str], None] | None = None,
+                   ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """For every rule ``r``, prefix length ``j`` and state ``p``: the states ``u`` with ``δ*(u, rhs_r[:j]) = p``.
 
     These are the states a reduction by ``r`` can expose when ``p`` is the lowest known state and
-    ``j`` of the rule's symbols lie at or below it. Returned as ``(key_of_rule, ptr, states)``:
-    the states for ``(r, j, p)`` are ``states[ptr[k]:ptr[k+1]]`` with
-    ``k = (key_of_rule[r] + j - 1) * n_states + p``. Only states with a goto on the rule's
-    left-hand side are kept (others cannot be under a reduction by it).
+    ``j`` of the rule's symbols lie at or below it. Returned as ``(key_of_rule, keys, ptr, states)``:
+    with ``k = (key_of_rule[r] + j - 1) * n_states + p``, the states for ``(r, j, p)`` are
+    ``states[ptr[i]:ptr[i+1]]`` where ``keys[i] == k`` (``keys`` sorted; none where ``k`` is not there). Only
+    states with a goto on the rule's left-hand side are kept (others cannot be under a reduction by it).
+    ``check`` (a deadline's) is called every 256 rules.
     """
     n_states = action.shape[0]
     shift = np.where(action[:, :n_terms] >= 0, action[:, :n_terms], -1)
     step = np.concatenate([shift, goto], axis=1)  # (states, terminals incl. end + nonterminals)
     key_of_rule = np.zeros(len(rule_len), dtype=np.int64)
     np.cumsum(rule_len[:-1], out=key_of_rule[1:])
-    total = int(rule_len.sum())
     starts = np.cumsum(rule_len) - rule_len
-    counts = np.zeros(total * n_states, dtype=np.int64)
     chunks_key, chunks_u = [], []
     states = np.arange(n_states)
     for r in range(len(rule_len)):
+        if check is not None and r % 256 == 0:
+            check("the token verdicts")
         feasible = goto[:, rule_lhs[r]] >= 0
         cur = np.where(feasible, states, -1)
         for j in range(1, int(rule_len[r]) + 1):
@@ -420,7 +433,6 @@ def exposed_states(action: np.ndarray, goto: np.ndarray, rule_len: np.ndarray, r
     keys = np.concatenate(chunks_key) if chunks_key else np.zeros(0, dtype=np.int64)
     us = np.concatenate(chunks_u) if chunks_u else np.zeros(0, dtype=np.int64)
     order = np.argsort(keys, kind="stable")
-    np.add.at(counts, keys, 1)
-    ptr = np.zeros(total * n_states + 1, dtype=np.int64)
-    np.cumsum(counts, out=ptr[1:])
-    return key_of_rule, ptr, us[order].astype(np.int32)
+    keys = keys[order]
+    first = np.flatnonzero(np.concatenate([[True], keys[1:] != keys[:-1]])) if len(keys) else np.zeros(0, np.int64)
+    return key_of_rule, keys[first], np.append(first, len(keys)).astype(np.int64), us[order].astype(np.int32)

@@ -339,7 +339,7 @@ class StringSet:
         length bound of a counted set: see :meth:`count`).
 
         Raises :class:`~grammask.errors.CompileTimeoutError` once ``deadline`` has passed while the
-        set's automaton is turned into a regex.
+        set's automaton is turned into a regex or that regex into text.
         """
         if self.kind == "all":
             return (ANY_STRING_PATTERN, None) if self.bounds is None else (COUNTED_STRING_PATTERN, None)
@@ -349,7 +349,7 @@ class StringSet:
         if self.kind == "regular" and self._node is None:
             self._node = dfa_to_ast(self.dfa, deadline)
         node = self.node
-        body = render_regex(node, _atom)
+        body = render_regex(node, _atom, deadline)
         pattern = '"' + (f"(?:{body})" if isinstance(node, Alt) else body) + '"'
         dfa = self.dfa
         if not dfa.is_empty():
