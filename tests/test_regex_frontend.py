@@ -17,6 +17,7 @@ import pytest
 from json_schema_suite import lex_all
 
 from grammask.automata.lexer import build_lexer
+from grammask.automata.regex import Alt, Chars, Concat
 from grammask.errors import (
     EmptyLanguageError,
     TokenRejectedError,
@@ -157,3 +158,21 @@ def test_ecma_dialect_search_semantics():
     assert re.fullmatch(dot, "x", re.DOTALL) and not re.fullmatch(dot, "\u2028", re.DOTALL)
     with pytest.raises(UnsupportedRegexError, match="inline flags"):
         parse_pattern("(?i)a", dialect="ecma")
+
+
+def _doubled(k: int):
+    """``(a|b)`` concatenated with itself ``k`` times over: a shared subtree whose text doubles at each level."""
+    node = Alt((Chars(((0x61, 0x61),)), Chars(((0x62, 0x62),))))
+    for _ in range(k):
+        node = Concat((node, node))
+    return node
+
+
+def test_shared_subtrees_render_once_and_mean_the_same():
+    text = render_regex(_doubled(10))
+    assert re.fullmatch(text, "ab" * 512) and not re.fullmatch(text, "ab" * 511)
+
+
+def test_a_regex_too_long_to_write_out_is_refused():
+    with pytest.raises(UnsupportedRegexError, match="characters long"):
+        render_regex(_doubled(40))

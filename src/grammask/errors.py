@@ -46,7 +46,8 @@ class GrammarConflictError(GrammarError):
 
 
 class UnsupportedRegexError(GrammarError):
-    """A terminal's regex uses a feature that has no finite-automaton meaning (lookaround, backreference)."""
+    """A terminal's regex uses a feature that has no finite-automaton meaning (lookaround, backreference), or a language's
+    regex is too long to write out."""
 
 
 class UnsupportedSchemaError(GrammarError):

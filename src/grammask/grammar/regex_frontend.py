@@ -348,13 +348,24 @@ def render_ranges(ranges: CodeRanges) -> str:
     return "[" + "".join(body) + "]"
 
 
+MAX_RENDERED = 1 << 24
+"""The longest regex text :func:`render_regex` writes (characters)."""
+
+
 def render_regex(node: Node, atom=render_ranges, deadline: Deadline = NO_DEADLINE) -> str:
     """Python regex text for the AST; ``atom`` renders one character set as a self-contained atom.
 
     A subtree the AST shares (state elimination shares many) is rendered once. Raises
-    :class:`~grammask.errors.CompileTimeoutError` once ``deadline`` has passed (checked every 4,096 subtrees).
+    :class:`~grammask.errors.UnsupportedRegexError` where the text would be longer than :data:`MAX_RENDERED` (a
+    shared subtree is written out wherever it occurs, so text can grow exponentially with the AST) and
+    :class:`~grammask.errors.CompileTimeoutError` once ``deadline`` has passed.
     """
-    return _Renderer(atom, deadline).text(node)
+    renderer = _Renderer(atom, deadline)
+    length = renderer.length(node)
+    if length > MAX_RENDERED:
+        raise UnsupportedRegexError(f"the language's regex would be {length:,} characters long (more than "
+                                    f"{MAX_RENDERED:,}): too large to write out")
+    return renderer.text(node)
 
 
 class _Renderer:
@@ -362,13 +373,28 @@ class _Renderer:
         self.atom = atom
         self.deadline = deadline
         self.done: dict[int, str] = {}  # by node identity: the nodes live as long as the call
+        self.lengths: dict[int, int] = {}
 
     def text(self, node: Node) -> str:
         found = self.done.get(id(node))
         if found is None:
-            if len(self.done) % 4096 == 4095:
-                self.deadline.check("the JSON Schema string languages")
+            self.deadline.check("the JSON Schema string languages")
             found = self.done[id(node)] = self._text(node)
+        return found
+
+    def length(self, node: Node) -> int:
+        """The length of :meth:`text` (an upper bound where a quantifier's text is shorter)."""
+        found = self.lengths.get(id(node))
+        if found is None:
+            if isinstance(node, Chars):
+                found = len(self.text(node))
+            elif isinstance(node, Concat):
+                found = sum(self.length(p) + 4 for p in node.parts)
+            elif isinstance(node, Alt):
+                found = sum(self.length(o) + 1 for o in node.options)
+            else:
+                found = self.length(node.node) + 30
+            self.lengths[id(node)] = found
         return found
 
     def _text(self, node: Node) -> str:

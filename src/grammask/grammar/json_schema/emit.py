@@ -5,7 +5,11 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from grammask.errors import EmptyLanguageError, UnsupportedSchemaError
+from grammask.errors import (
+    EmptyLanguageError,
+    UnsupportedRegexError,
+    UnsupportedSchemaError,
+)
 from grammask.grammar.ir import Rule, Terminal
 from grammask.grammar.json_schema.family import Family
 from grammask.grammar.json_schema.numbers import NumberSet
@@ -375,7 +379,12 @@ class Emitter:
             if self._terminal_names.get(key) not in used:
                 continue
             language = self.strings.members[key]
-            pattern, literal = language.lexeme(self.reader.deadline)
+            try:
+                pattern, literal = language.lexeme(self.reader.deadline)
+            except UnsupportedRegexError as e:
+                raise UnsupportedSchemaError(f"the strings one place of the schema allows ({language.describe()}: its "
+                                             f"'pattern', 'format' and length keywords together) cannot be one "
+                                             f"terminal: {e}") from e
             out.append(Terminal(self.string_terminal(key), pattern, literal=literal, priority=self.strings.priority(key),
                                 count=language.count()))
         for key in self.numbers.terminal_members():
