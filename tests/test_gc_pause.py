@@ -4,8 +4,12 @@ from __future__ import annotations
 
 import gc
 import threading
+import weakref
+
+import pytest
 
 import grammask as gm
+from grammask.errors import CompileTimeoutError
 from grammask.gc_pause import collector_paused
 from grammask.grammar.json_schema.emit import Emitter
 
@@ -60,3 +64,23 @@ def test_the_collector_is_off_while_a_schema_is_read_and_back_after(monkeypatch)
     monkeypatch.setattr(Emitter, "finish", finish)
     gm.Grammar.from_json_schema({"type": "object", "properties": {"a": {"type": "string"}}})
     assert seen == [False] and gc.isenabled()
+
+
+class _Built:
+    """Stands for what a compile has built when its deadline passes."""
+
+
+def _stopped_compile(keep: list, error: Exception) -> None:
+    built = _Built()
+    keep.append(weakref.ref(built))
+    raise error
+
+
+@pytest.mark.parametrize(("error", "freed"), [(CompileTimeoutError("g", "the token verdicts", 1.0), True),
+                                              (ValueError("other errors keep their frames"), False)])
+def test_a_timed_out_compile_frees_what_it_built_before_the_collector_runs(error, freed):
+    refs: list = []
+    with pytest.raises(type(error)) as info, collector_paused():
+        _stopped_compile(refs, error)
+    assert info.value.__traceback__ is not None
+    assert (refs[0]() is None) == freed
