@@ -424,8 +424,8 @@ class Matcher(TokenSteps):
         Entering a late state from the match it copies starts the reading where the lexeme ends before that byte;
         leaving the late states ends them (the long lexeme is complete)."""
         marks = self._lexer.late
-        if marks is None:
-            new = self._read(lexstate, stack, post, data)
+        new = self._read(lexstate, stack, post, data)
+        if new is None or marks is None or marks[new[0]] < 0:  # no late state at the end: no reading to keep
             return None if new is None else (*new, ())
         for b in data:
             byte = bytes((b,))
