@@ -164,6 +164,7 @@ def markdown(summary: dict) -> str:
         *(f"| {o} | {n} |" for o, n in summary["counts"].items()),
         "",
         "Seconds per schema (front end + compile): " + ", ".join(f"{k} {v}" for k, v in summary["seconds"].items()),
+        *([f"Not in the repository (not counted): {', '.join(summary['unreadable'])}"] if summary.get("unreadable") else []),
         "", "Refusals by error and keyword:", "",
         *(f"- {n} x {why}" for why, n in summary["refusals"].items()),
         "", "Not fast:", "",
@@ -207,11 +208,18 @@ def main() -> None:
     rows = _read_rows(args.rows)
     done = {r["name"] for r in rows}
     pool = Pool1(args.tokenizer, args.fast_s)
+    unreadable = []  # a snapshot may lack its largest files
     try:
         for i, name in enumerate(sample):
             if Path(name).name in done:
                 continue
-            outcome, error, seconds = pool.run(read_schema(args.repo, name), args.wall_s)
+            try:
+                schema = read_schema(args.repo, name)
+            except subprocess.CalledProcessError:
+                unreadable.append(Path(name).name)
+                print(f"[{i + 1}/{len(sample)}] unreadable {Path(name).name}: not in the repository", flush=True)
+                continue
+            outcome, error, seconds = pool.run(schema, args.wall_s)
             rows.append({"name": Path(name).name, "outcome": classify(outcome, seconds, args.fast_s),
                          "seconds": round(seconds, 3), "error": error[:300]})
             if args.rows:
@@ -223,7 +231,7 @@ def main() -> None:
         pool.close()
     wanted = {Path(name).name for name in sample}
     rows = [r for r in rows if r["name"] in wanted]
-    summary = summarize(rows, args, len(names))
+    summary = {**summarize(rows, args, len(names)), "unreadable": unreadable}
     if args.json:
         Path(args.json).write_text(json.dumps({**summary, "rows": rows}, indent=1) + "\n")
     text = markdown(summary)
