@@ -259,6 +259,20 @@ def test_recursive_refs():
     assert not accepts(tree, '{"v": 1, "kids": [{"kids": []}]}')
 
 
+def test_a_document_the_reference_crawler_trips_on_gets_a_clear_verdict():
+    # `referencing` walks every value of a draft-07 `dependencies` as a schema; a list there made it raise
+    # AttributeError from deep inside (MaskBench's JsonSchemaStore---tmlanguage.json)
+    schema = {"$schema": "http://json-schema.org/draft-07/schema#", "$id": "https://example.com/s",
+              "properties": {"p": {"dependencies": {"a": {"required": ["c"]}, "b": ["a"]}},
+                             "q": {"$ref": "#/definitions/q"}},
+              "definitions": {"q": {"type": "integer"}}}
+    with pytest.raises(UnsupportedSchemaError, match="dependencies"):
+        grammar_from_json_schema(schema)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the dependencies, dropped
+        assert accepts(schema, '{"q": 1}', strict=False) and not accepts(schema, '{"q": "x"}', strict=False)
+
+
 def test_if_then_else_and_dependencies():
     schema = {"if": {"properties": {"m": {"const": True}}}, "then": {"required": ["n"]}, "else": {"not": {"required": ["n"]}}}
     assert accepts(schema, '{"m": true, "n": 1}')

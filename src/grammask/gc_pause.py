@@ -25,7 +25,8 @@ _resume = False
 @contextmanager
 def collector_paused() -> Iterator[None]:
     """Run the block (or, as a decorator, the function) with the collector off; on leaving the outermost such block
-    of any thread, turn it back on if it was on when the first one began."""
+    of any thread, turn it back on if it was on when the first one began. Raises what the block raises; a
+    :class:`~grammask.errors.CompileTimeoutError` leaving the outermost block first lets go of its frames' locals."""
     global _depth, _resume
     with _lock:
         if _depth == 0:

@@ -140,7 +140,11 @@ class SchemaReader:
         self._complements: dict[Node, _Complement] = {}
         resource = Resource.from_contents(root, default_specification=DRAFT202012) if isinstance(root, dict) else None
         uri = (resource.id() if resource else None) or ""
-        registry = Registry().with_resource(uri, resource).crawl() if resource else Registry()
+        registry = Registry().with_resource(uri, resource) if resource else Registry()
+        try:
+            registry = registry.crawl()
+        except (TypeError, AttributeError):  # `referencing` walks a keyword's value as a schema where a draft-07
+            pass  # document holds a list or a boolean there; embedded `$id`s are then entered as the reader meets them
         self.root = self.add(root, registry.resolver(base_uri=uri), "")
 
     def add(self, schema: object, resolver, pointer: str) -> int:
@@ -528,7 +532,7 @@ class _KeywordReader:
         ref = self.schema["$ref"]
         try:
             resolved = self.resolver.lookup(ref)
-        except (Unresolvable, AttributeError) as e:
+        except (Unresolvable, AttributeError, TypeError) as e:
             self.issues.unsupported("$ref", self.at("$ref"), f"cannot resolve {ref!r} within the document ({type(e).__name__})")
             return Shape.anything()
         index = self.reader.add(resolved.contents, resolved.resolver, f"{self.at('$ref')}->{ref}")
