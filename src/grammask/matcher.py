@@ -20,7 +20,6 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from grammask.automata.lexer import BRANCH
 from grammask.bitmask import bitmask_words
 from grammask.budget import TokenBudget
 from grammask.errors import (
@@ -449,11 +448,9 @@ class Matcher(TokenSteps):
         stack = self._feed_lexer_terminals(stack, [term])
         if stack is None:
             return ()
-        again = int(lexer.restarts[lexstate])
-        if again == BRANCH:
-            again = lexer.branch_options[term].get(int(lexer.lr_mode[stack[0]]), -1)
-            if again < 0:
-                return ()
+        again = lexer.restart_after(lexstate, stack[0])
+        if again < 0:
+            return ()
         new = self._read(again, stack, post, byte)
         return () if new is None else ((*new, ()),)
 
@@ -542,7 +539,7 @@ class Matcher(TokenSteps):
                         return None
                 again = restart[lexstate]
                 if again < 0:  # a branch: the mode of the state the stack reached
-                    again = lexer.branch_options[term].get(int(lexer.lr_mode[stack[0]]), -1)
+                    again = lexer.restart_after(lexstate, stack[0])
                     if again < 0:
                         return None
                 lexstate = again

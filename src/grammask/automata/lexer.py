@@ -179,6 +179,14 @@ class LexerAutomaton:
         k = self._option_of[int(row[0])].get(mode, 0)
         return int(row[1 + k])
 
+    def restart_after(self, state: int, lr_state: int) -> int:
+        """The state the next lexeme starts from after a lexeme ending in ``state`` when the parser has reached LR
+        state ``lr_state`` after it (-1 where the terminal's branches have no mode of that state)."""
+        again = int(self.restarts[state])
+        if again != BRANCH:
+            return again
+        return self.branch_options[int(self.accept[state])].get(int(self.lr_mode[lr_state]), -1)
+
     def next_starts(self, state: int) -> list[int]:
         """The states the next lexeme may start from after a lexeme ending in ``state`` (several at a branch)."""
         again = int(self.restarts[state])
