@@ -115,11 +115,22 @@ def lark_parser(grammar: Grammar, *, strict: bool = False):
 
 def check_lalr(grammar: Grammar, deadline: Deadline = NO_DEADLINE) -> None:
     """Raise ``lark.exceptions.GrammarError`` where ``grammar`` is not LALR(1), shift/reduce conflicts
-    included: what building ``lark_parser(grammar, strict=True)`` raises, without its grammar text.
+    included: where building ``lark_parser(grammar, strict=True)`` raises, without its grammar text.
 
-    Identical rules count once (as Lark's grammar loader has them). ``deadline`` is checked between
-    the steps of the LALR construction (raises :class:`~grammask.errors.CompileTimeoutError`).
+    Identical rules count once (as Lark's grammar loader has them). The integer construction of
+    :mod:`grammask.parser.lalr` decides (in milliseconds where Lark's analyzer may take minutes) and names the
+    first conflict; the grammars it leaves undecided go to Lark's analyzer. ``deadline`` is checked between the steps
+    of the LALR construction (raises :class:`~grammask.errors.CompileTimeoutError`).
     """
+    from lark.exceptions import GrammarError as LarkGrammarError
+
+    from grammask.parser.tables import lalr_conflict
+
+    conflict = lalr_conflict(grammar, deadline)
+    if conflict:
+        raise LarkGrammarError(conflict)
+    if conflict == "":
+        return
     from lark.common import ParserConf
     from lark.grammar import NonTerminal, Terminal
     from lark.grammar import Rule as LarkRule

@@ -6,8 +6,9 @@ become. This module runs the same construction on integers: an item is a number 
 dot), a state's kernel a sorted tuple of items, a lookahead set a Python int used as a bit set. It follows lark's
 construction step by step (its root rule, its reads, includes and lookback relations, quirks included), so the
 tables are lark's, numbered in the canonical order :func:`~grammask.parser.tables.build_parse_tables` gives them.
-It gives up (None) on a grammar with a conflict, which goes to lark's analyzer and the conflict rules of
-:mod:`grammask.parser.conflicts`.
+On a grammar with a conflict it returns the first one (:class:`LALRConflict`), and such a grammar goes to lark's
+analyzer and the conflict rules of :mod:`grammask.parser.conflicts`; on the few grammars it leaves to lark it gives
+up (None).
 """
 
 from __future__ import annotations
@@ -32,13 +33,24 @@ class LALRTables(NamedTuple):
     """The state after the start symbol, where the end of input is accepted."""
 
 
+class LALRConflict(NamedTuple):
+    """Two actions of the LALR(1) tables on one lookahead: what lark's analyzer refuses in strict mode."""
+
+    terminal: int
+    """The lookahead: a terminal's index, or ``n_terminals`` for the end of input."""
+    shift: bool
+    """A shift and a reduction (else two reductions)."""
+
+
 def lalr_tables(rules: list[tuple[int, tuple[int, ...]]], n_terminals: int, n_nonterminals: int, start: int,
-                deadline: Deadline | None = None) -> LALRTables | None:
+                deadline: Deadline | None = None, goto: bool = True) -> LALRTables | LALRConflict | None:
     """LALR(1) tables of ``rules`` (lhs nonterminal index, right-hand side of symbol codes: terminals
-    ``0..n_terminals-1``, nonterminal ``n`` as ``n_terminals + 1 + n``), start nonterminal ``start``; None where
-    the tables have a conflict (a shift and a reduction, or two reductions, on one lookahead), where lark refuses the
-    rules (a rule twice, a nonterminal without rules) and where reads relations form a cycle. Raises :class:`~grammask.errors.CompileTimeoutError` once ``deadline`` has
-    passed."""
+    ``0..n_terminals-1``, nonterminal ``n`` as ``n_terminals + 1 + n``), start nonterminal ``start``; the first
+    conflict where the tables have one (a shift and a reduction, or two reductions, on one lookahead); None where lark
+    refuses the rules (a rule twice, a nonterminal without rules) and where reads relations form a cycle. Raises
+    :class:`~grammask.errors.CompileTimeoutError` once ``deadline`` has passed. ``goto=False`` leaves the goto table
+    empty (it has a cell per state and nonterminal: gigabytes on some schema grammars) where only the verdict
+    matters."""
     check = (deadline or NO_DEADLINE).check
     base = n_terminals + 1
     root = n_nonterminals
@@ -159,17 +171,24 @@ def lalr_tables(rules: list[tuple[int, tuple[int, ...]]], n_terminals: int, n_no
 
     check("the parse tables")
     action = np.full((n_states + 1, n_terminals + 1), ERROR, dtype=np.int32)
-    goto = np.full((n_states + 1, n_nonterminals), ERROR, dtype=np.int32)
     for p in range(n_states):
         for sym, q in trans[p].items():
-            if sym >= base:
-                goto[p, sym - base] = q
-            else:
+            if sym < base:
                 action[p, sym] = q
-    if not _put_reductions(action, lookahead, n_terminals + 1):
-        return None
-    end_state = trans[0][base + start]
-    return LALRTables(action, goto, end_state)
+    conflict = _put_reductions(action, lookahead, n_terminals + 1)
+    if conflict is not None:
+        return conflict
+    gotos = np.empty((n_states + 1 if goto else 0, n_nonterminals), dtype=np.int32)
+    for p in range(len(gotos)):  # row by row: the table may take seconds to fill
+        if p % 256 == 0:
+            check("the parse tables")
+        row = gotos[p]
+        row.fill(ERROR)
+        if p < n_states:
+            for sym, q in trans[p].items():
+                if sym >= base:
+                    row[sym - base] = q
+    return LALRTables(action, gotos, trans[0][base + start])
 
 
 def _nullable(rules: list[tuple[int, tuple[int, ...]]], n_nonterminals: int, base: int) -> list[bool]:
@@ -196,11 +215,11 @@ def _nullable_after(rules: list[tuple[int, tuple[int, ...]]], first_item: list[i
     return out
 
 
-def _put_reductions(action: np.ndarray, lookahead: dict[tuple[int, int], int], width: int) -> bool:
-    """Write each reduction (state, rule) on the terminals of its lookahead bit set into ``action``; False (and
-    ``action`` partly written) where one meets a shift or another reduction."""
+def _put_reductions(action: np.ndarray, lookahead: dict[tuple[int, int], int], width: int) -> LALRConflict | None:
+    """Write each reduction (state, rule) on the terminals of its lookahead bit set into ``action``; the first
+    conflict (``action`` then partly written) where one meets a shift or another reduction."""
     if not lookahead:
-        return True
+        return None
     n_bytes = (width + 7) // 8
     blob = b"".join(bits.to_bytes(n_bytes, "little") for bits in lookahead.values())
     bits = np.unpackbits(np.frombuffer(blob, np.uint8).reshape(len(lookahead), n_bytes), axis=1, bitorder="little")
@@ -208,10 +227,14 @@ def _put_reductions(action: np.ndarray, lookahead: dict[tuple[int, int], int], w
     keys = np.array(list(lookahead), dtype=np.int64).reshape(-1, 2)
     cells = keys[rows, 0] * width + terms
     flat = action.reshape(-1)
-    if (flat[cells] != ERROR).any() or np.unique(cells).size < cells.size:
-        return False
+    shifted = flat[cells] != ERROR
+    if shifted.any():
+        return LALRConflict(int(terms[np.argmax(shifted)]), True)
+    unique, first, counts = np.unique(cells, return_index=True, return_counts=True)
+    if unique.size < cells.size:
+        return LALRConflict(int(terms[first[np.argmax(counts > 1)]]), False)
     flat[cells] = -keys[rows, 1] - 2
-    return True
+    return None
 
 
 def _expansions(rules, by_lhs: list[list[int]], first_item: list[int], base: int) -> list[tuple[int, ...]]:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import warnings
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 from lark.common import ParserConf
@@ -14,9 +14,9 @@ from lark.grammar import Terminal as LarkTerminal
 from lark.parsers.lalr_analysis import LALR_Analyzer, Reduce, Shift
 
 from grammask.errors import NO_DEADLINE, Deadline, EmptyLanguageError
-from grammask.grammar.ir import Grammar
+from grammask.grammar.ir import Grammar, Rule
 from grammask.parser.conflicts import check_conflicts, find_conflicts
-from grammask.parser.lalr import lalr_tables
+from grammask.parser.lalr import LALRConflict, LALRTables, lalr_tables
 
 END = "$END"
 ERROR = -1
@@ -139,7 +139,7 @@ def build_parse_tables(grammar: Grammar, parser_terminals: tuple[str, ...], dead
     action[end_state, term_id[END]] = n
     return ParseTables(
         terminals=tuple(parser_terminals),
-        nonterminals=nonterminals,
+        nonterminals=grammar.nonterminals,
         action=action,
         goto=goto,
         rule_lhs=np.array([nt_id[r.lhs] for r in grammar.rules], dtype=np.int32),
@@ -156,25 +156,50 @@ def build_parse_tables(grammar: Grammar, parser_terminals: tuple[str, ...], dead
     )
 
 
-def _without_conflicts(grammar: Grammar, parser_terminals: tuple[str, ...], deadline: Deadline) -> ParseTables | None:
-    """The tables of a grammar without LALR(1) conflicts from the integer construction (:mod:`grammask.parser.lalr`),
-    as lark's analyzer would give them; None where that gives up (a conflict, or a case it leaves to lark)."""
+def lalr_conflict(grammar: Grammar, deadline: Deadline | None = None) -> str | None:
+    """The first LALR(1) conflict of ``grammar`` (a shift and a reduction, or two reductions, on one lookahead: what
+    lark's analyzer refuses in strict mode) in words, ``""`` where it has none, None where the integer construction
+    leaves the question to lark's analyzer (a symbol without rules, a cycle of reads relations). Identical rules
+    count once. Raises :class:`~grammask.errors.CompileTimeoutError` once ``deadline`` has passed."""
+    unique = dict.fromkeys((r.lhs, tuple(r.rhs)) for r in grammar.rules)
+    if len(unique) < len(grammar.rules):
+        grammar = replace(grammar, rules=tuple(Rule(lhs, rhs) for lhs, rhs in unique))
+    terminals = tuple(t.name for t in grammar.terminals)
+    _, built = _integer_tables(grammar, terminals, deadline or NO_DEADLINE, goto=False)
+    if not isinstance(built, LALRConflict):
+        return None if built is None else ""
+    on = END if built.terminal == len(terminals) else terminals[built.terminal]
+    return f"{'shift/reduce' if built.shift else 'reduce/reduce'} conflict on terminal {on}"
+
+
+def _integer_tables(grammar: Grammar, parser_terminals: tuple[str, ...], deadline: Deadline,
+                    goto: bool = True) -> tuple[list[tuple[int, tuple[int, ...]]], LALRTables | LALRConflict | None]:
+    """``grammar``'s rules as :func:`~grammask.parser.lalr.lalr_tables` takes them (over ``parser_terminals``) and
+    what it gives for them, with its ``goto`` flag (None also where a rule names a symbol outside the terminals and
+    nonterminals)."""
     nonterminals = grammar.nonterminals
     code = {t: i for i, t in enumerate(parser_terminals)}
     base = len(parser_terminals) + 1
     code.update({n: base + i for i, n in enumerate(nonterminals)})
     if any(s not in code for r in grammar.rules for s in r.rhs):
-        return None
+        return [], None
     rules = [(code[r.lhs] - base, tuple(code[s] for s in r.rhs)) for r in grammar.rules]
-    built = lalr_tables(rules, len(parser_terminals), len(nonterminals), code[grammar.start] - base, deadline)
-    if built is None:
+    return rules, lalr_tables(rules, len(parser_terminals), len(nonterminals), code[grammar.start] - base, deadline,
+                             goto)
+
+
+def _without_conflicts(grammar: Grammar, parser_terminals: tuple[str, ...], deadline: Deadline) -> ParseTables | None:
+    """The tables of a grammar without LALR(1) conflicts from the integer construction (:mod:`grammask.parser.lalr`),
+    as lark's analyzer would give them; None where that finds a conflict or leaves the grammar to lark."""
+    rules, built = _integer_tables(grammar, parser_terminals, deadline)
+    if not isinstance(built, LALRTables):
         return None
     action = built.action
     n = action.shape[0] - 1
     action[built.end_state, len(parser_terminals)] = n
     return ParseTables(
         terminals=tuple(parser_terminals),
-        nonterminals=nonterminals,
+        nonterminals=grammar.nonterminals,
         action=action,
         goto=built.goto,
         rule_lhs=np.array([lhs for lhs, _ in rules], dtype=np.int32),
