@@ -411,7 +411,6 @@ def exposed_states(action: np.ndarray, goto: np.ndarray, rule_len: np.ndarray, r
     """
     n_states = action.shape[0]
     shift = np.where(action[:, :n_terms] >= 0, action[:, :n_terms], -1)
-    step = np.concatenate([shift, goto], axis=1)  # (states, terminals incl. end + nonterminals)
     key_of_rule = np.zeros(len(rule_len), dtype=np.int64)
     np.cumsum(rule_len[:-1], out=key_of_rule[1:])
     starts = np.cumsum(rule_len) - rule_len
@@ -425,7 +424,8 @@ def exposed_states(action: np.ndarray, goto: np.ndarray, rule_len: np.ndarray, r
         for j in range(1, int(rule_len[r]) + 1):
             sym = int(rule_rhs[starts[r] + j - 1])
             ok = cur >= 0
-            cur = np.where(ok, step[np.maximum(cur, 0), sym], -1)
+            column = shift[:, sym] if sym < n_terms else goto[:, sym - n_terms]
+            cur = np.where(ok, column[np.maximum(cur, 0)], -1)
             hit = np.nonzero(cur >= 0)[0]
             keys = (key_of_rule[r] + j - 1) * n_states + cur[hit]
             chunks_key.append(keys)
