@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import time
+
 import pytest
 from conftest import get_vocab
 
 import grammask as gm
-from grammask.errors import ConfigurationError
+from grammask.errors import CompileTimeoutError, ConfigurationError
 
 GRAMMARS = [gm.Grammar.from_lark(f'start: "{w}"+') for w in ("a", "b", "c")]
 
@@ -66,3 +68,19 @@ def test_shared_compilers_behind_compile():
     assert gm.compile(GRAMMARS[0], vocab, cache=False) is first
     gm.clear_caches()
     assert gm.compile(GRAMMARS[0], vocab, cache=False) is not first
+
+
+def test_the_timeout_counts_from_the_call(monkeypatch):
+    # The cache key (a hash of every rule: a tenth of a second on a schema of 100,000 rules) is part of the compile.
+    grammar = gm.Grammar.from_regex("ab+")
+    fingerprint = type(grammar).fingerprint
+
+    def slow_fingerprint(self):
+        time.sleep(0.3)
+        return fingerprint(self)
+
+    monkeypatch.setattr(type(grammar), "fingerprint", slow_fingerprint)
+    compiler = gm.Compiler(get_vocab("smollm2"), cache=False)
+    with pytest.raises(CompileTimeoutError):
+        compiler.compile(grammar, timeout=0.2)
+    compiler.compile(grammar, timeout=5)  # the same compile with time to spare

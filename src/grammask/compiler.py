@@ -71,7 +71,7 @@ class Compiler:
         the long loops, so it comes a little after), :class:`~grammask.errors.ConfigurationError`
         for a timeout that is not a positive number.
         """
-        seconds = self.timeout if timeout is None else check_timeout(timeout)
+        deadline = Deadline(self.timeout if timeout is None else check_timeout(timeout), grammar.name)
         key = self._key(grammar)
         with self._lock:
             hit = self._memory.get(key)
@@ -82,7 +82,7 @@ class Compiler:
         start = time.perf_counter()
 
         def build() -> tuple[Engine, CompileStats]:
-            return self._build(grammar, Deadline(seconds, grammar.name))
+            return self._build(grammar, deadline)
 
         if self.lazy:
             found = self._disk.get(key, "", self._decode)
@@ -121,6 +121,7 @@ class Compiler:
         """The vocabulary's byte trie (built on first use)."""
         return self._trie()
 
+    @collector_paused()  # the fingerprint of a big grammar allocates a list per rule
     def _key(self, grammar: Grammar) -> str:
         text = f"{FORMAT_VERSION}:{grammar.fingerprint()}:{self.vocab.fingerprint()}"
         return hashlib.sha256(text.encode()).hexdigest()
