@@ -344,3 +344,19 @@ def test_dropped_keywords_are_listed_on_the_compiled_grammar(vocab, tmp_path):
     assert any("'multipleOf' at /multipleOf" in note for note in compiled.notes)
     exact = compile(grammar_from_json_schema({"type": "integer"}), smollm2, cache=tmp_path)
     assert exact.notes == () and compiled.notes  # same language, so one compiled table, but its own notes
+
+
+def test_a_union_of_many_shapes_is_the_pairwise_one():
+    from functools import reduce
+
+    from grammask.grammar.json_schema.shapes import ArrayShape, ObjectShape, Shape
+
+    parts = [
+        Shape(null=True), Shape(booleans=frozenset({True})), Shape(numbers=NumberSet.equal_to(3)),
+        Shape(strings=(StringSet.literal("a"),)), Shape(strings=(StringSet.literal("a"), StringSet.literal("b"))),
+        Shape(numbers=NumberSet.equal_to(2.5), booleans=frozenset({False})), Shape(arrays=(ArrayShape(),)),
+        Shape(objects=(ObjectShape(),)), Shape(objects=(ObjectShape(),)), Shape(strings=(StringSet.everything(),)),
+        Shape(),
+    ]
+    for k in range(len(parts) + 1):
+        assert Shape().union(*parts[:k]) == reduce(Shape.union, parts[:k], Shape())

@@ -302,6 +302,7 @@ class Emitter:
         groups: dict[tuple, str] = {}
         colon = self.punct.colon()
         for name, extras, names_key, declared, layout in self._extra_slots.values():
+            self.reader.deadline.check("the JSON Schema rules")
             by_value: dict[Node, list[tuple]] = {}
             names = self.strings.within(names_key)
             for member in self.strings.terminal_members():
@@ -343,6 +344,7 @@ class Emitter:
             rules += [Rule(slot, (self.number_terminal(m),)) for m in self.numbers.contained_in([key])]
         used = {s for r in rules for s in r.rhs}
         terminals = list(self.punct.terminals.values()) + self._family_terminals(used)
+        self.reader.deadline.check("the JSON Schema rules")
         return tuple(terminals), tuple(_prune(rules, "start", {t.name for t in terminals})), ignored
 
     def string_terminal(self, key: tuple) -> str:

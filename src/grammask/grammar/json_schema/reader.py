@@ -504,10 +504,8 @@ class _KeywordReader:
             values, where = self.schema["enum"], ("enum",)
             if not isinstance(values, list):
                 raise UnsupportedSchemaError(f"'enum' at {self.at('enum')}: must be an array")
-        shape = Shape()
-        for i, value in enumerate(values):
-            shape = shape.union(self._value(value, self.at(*where, i) if where == ("enum",) else self.at(*where)))
-        return shape
+        return Shape().union(*(self._value(value, self.at(*where, i) if where == ("enum",) else self.at(*where))
+                               for i, value in enumerate(values)))
 
     def _value(self, value: object, pointer: str) -> Shape:
         if value is None:

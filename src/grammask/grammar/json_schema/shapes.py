@@ -106,7 +106,8 @@ class ObjectShape:
     def merge(self, other: ObjectShape) -> ObjectShape:
         names = [p for p, _ in self.props] + [p for p, _ in other.props if p not in dict(self.props)]
         props = tuple((n, join(self.value_for(n), other.value_for(n))) for n in names)
-        return ObjectShape(props, self.required | other.required, self.extras + other.extras, self.names.intersect(other.names))
+        return ObjectShape(props, self.required | other.required, _unique(self.extras + other.extras),
+                           self.names.intersect(other.names))
 
     def is_unsatisfiable(self) -> bool:
         allowed = {n for n, node in self.props if node is not None}
@@ -156,24 +157,31 @@ class Shape:
         for a in self.objects:
             for b in other.objects:
                 deadline.check("the JSON Schema shapes")
-                objects.append(a.merge(b))
+                merged = a.merge(b)
+                if not merged.is_unsatisfiable():
+                    objects.append(merged)
         return Shape(
             self.null and other.null,
             self.booleans & other.booleans,
             self.numbers.intersect(other.numbers),
             _unique_strings(s for s in strings if not s.is_empty()),
             _unique(a.merge(b) for a in self.arrays for b in other.arrays),
-            _unique(o for o in objects if not o.is_unsatisfiable()),
+            _unique(objects),
         )
 
-    def union(self, other: Shape) -> Shape:
+    def union(self, *others: Shape) -> Shape:
+        """The values of this shape or of any of ``others`` (in one pass: an enum may list thousands)."""
+        every = (self, *others)
+        numbers = self.numbers
+        for other in others:
+            numbers = numbers.union(other.numbers)
         return Shape(
-            self.null or other.null,
-            self.booleans | other.booleans,
-            self.numbers.union(other.numbers),
-            _unique_strings(self.strings + other.strings),
-            _unique(self.arrays + other.arrays),
-            _unique(self.objects + other.objects),
+            any(s.null for s in every),
+            frozenset().union(*(s.booleans for s in every)),
+            numbers,
+            _unique_strings(x for s in every for x in s.strings),
+            _unique(x for s in every for x in s.arrays),
+            _unique(x for s in every for x in s.objects),
         )
 
     def has_values(self) -> bool:
