@@ -316,6 +316,7 @@ def build_lexer(grammar: Grammar, deadline: Deadline | None = None) -> LexerAuto
         raise GrammarError(f"terminal(s) {names} match the empty string; the lexer needs every terminal to consume input")
     keys = [_tie_key(t, nfa, deadline) for t, nfa in zip(terminals, nfas, strict=True)]
     order = _swallowed_after(sorted(range(len(terminals)), key=keys.__getitem__), grammar)
+    deadline.check("the terminals' order")
     rank = np.empty(len(terminals), dtype=np.int64)
     rank[order] = np.arange(len(terminals))
     accept = np.array(
@@ -333,6 +334,7 @@ def build_lexer(grammar: Grammar, deadline: Deadline | None = None) -> LexerAuto
         made = _with_counts(grammar, trans, matches, rank, bool(trailing), deadline)
         trans, accept, matches, counter = made.trans, made.accept, made.matches, made.tables
         reach = np.hstack([trans, counter.crossings(trans)])  # a pending lexeme may move up a level
+    deadline.check("the lexer's tables")
     lexer = LexerAutomaton(
         terminals=tuple(t.name for t in terminals),
         ignored=np.array([t.name in grammar.ignore for t in terminals], dtype=bool),
@@ -515,11 +517,14 @@ def _swallowed_after(order: list[int], grammar: Grammar) -> list[int]:
     after that terminal: Lark lexes such a literal as the ignored terminal (its keyword rule retypes the
     lexeme, but the ignored type is dropped first), so it is never emitted."""
     terminals = grammar.terminals
+    ignored = [j for j in order if terminals[j].literal is None and terminals[j].name in grammar.ignore]
+    if not ignored:
+        return order
     for i in [i for i in order if terminals[i].literal is not None]:
         lit = terminals[i]
-        for j in order:
+        for j in ignored:  # moving literals leaves these in the order they have in ``order``
             other = terminals[j]
-            if other.literal is None and other.name in grammar.ignore and other.priority == lit.priority:
+            if other.priority == lit.priority:
                 try:
                     m = re.match(other.pattern, lit.literal)
                 except re.error:
