@@ -283,3 +283,30 @@ def test_allowed_agrees_with_allowed_exact():
 @pytest.mark.parametrize("name", TOKENIZERS)
 def test_allowed_agrees_with_allowed_exact_on_all_tokenizers(name):
     assert _allowed_agrees_with_allowed_exact(name, "Hi  it's <thi 1234\n é<unused") > 5
+
+
+@pytest.mark.parametrize("name", ["smollm2", "llama3", "qwen3"])
+def test_character_classes_are_the_tokenizers_own(name):
+    """The probed classes (asked in blocks of lines) equal what the pre-tokenizer says of each code point alone,
+    where the ``regex`` module's tables differ (code points newer than the tokenizer's Unicode), elsewhere, and
+    for code points unassigned in both (taken as the rest without asking)."""
+    from grammask.canonical.pretokens import _CLASSES, _PROBES, _assigned_table, _unicode_table
+
+    pre = relation(name)._seg._pre_tokenizer
+    table = relation(name)._seg.classes.table
+
+    def signature(ch: str) -> tuple[bool, ...]:
+        return tuple(any(end == len(p) for _, (_, end) in pre.pre_tokenize_str(p + ch)) for p in _PROBES)
+
+    by_signature = {signature(rep): rep for rep in "\tb1!"}
+    assert len(by_signature) == 4
+    rng = np.random.default_rng(5)
+    differ = np.flatnonzero(table != _unicode_table())
+    assigned = np.flatnonzero(_assigned_table())
+    unassigned = np.flatnonzero(~_assigned_table() & (_unicode_table() != 5))
+    assert len(differ) > 10_000  # Unicode 15-16 additions: Llama-3's engine reads them as unassigned
+    for codes in (rng.choice(differ, 300), rng.choice(assigned, 300), rng.choice(unassigned, 100)):
+        for c in codes.tolist():
+            if chr(c) in " \n\r'" or chr(c) in "strevmldSTREVMLD":
+                continue
+            assert by_signature[signature(chr(c))] == _CLASSES[table[c]], hex(c)

@@ -7,9 +7,9 @@ and mismatches it found, as regression tests.
 * SmolLM2, JSON: after white space, a lone ``" "`` is a dead end where the grammar wants a value (the tokenizer
   writes the space with the value, `` {``, `` "``, `` 1``); it used to be allowed and the mask then emptied.
 * Llama-3 writes digits in threes: ``"0"`` where a date's year needs three more digits is a dead end.
-* Not fixed: the relation takes its character classes from the ``regex`` module's Unicode tables, which know
-  code points that the tokenizer's own regex engine reads as unassigned (U+1DF54): a token that spans the cut
-  the tokenizer makes there is taken (strict xfail, so that a fix shows).
+* The relation took its character classes from the ``regex`` module's Unicode tables, which know code points that
+  the tokenizer's own regex engine reads as unassigned (U+1DF54): a token that spans the cut the tokenizer makes
+  there was taken. The classes are now asked of the tokenizer (``pretokens.CharClasses.probed``).
 """
 
 from __future__ import annotations
@@ -69,7 +69,6 @@ def test_a_single_digit_where_a_year_needs_four_is_not_allowed_llama3():
     assert vocab.tokens.index(b"0") not in allowed and vocab.tokens.index(b"20") not in allowed
 
 
-@pytest.mark.xfail(strict=True, reason="character classes from the regex module's newer Unicode tables")
 def test_relation_reads_unassigned_code_points_as_the_tokenizer_does_llama3():
     vocab = get_vocab("llama3")
     relation = gm.compile(gm.Grammar.from_regex("[^a-z]+"), vocab)._relation_of()

@@ -11,13 +11,14 @@ from grammask.cache import DiskCache
 from grammask.canonical.groups import ShapeTable, build_shape_table
 from grammask.canonical.model import BpeModel
 from grammask.canonical.pairs import PairTable, build_pair_table
-from grammask.canonical.pretokens import Segmenter
+from grammask.canonical.pretokens import CharClasses, Segmenter
 from grammask.canonical.relation import CanonicalRelation
 from grammask.errors import CanonicalError, VocabularyError
 from grammask.fetch import cache_dir
 from grammask.vocab import Vocabulary
 
-_FORMAT = "canonical-2"  # 2: the shape table (groups.ShapeTable) is cached with the pair table
+_FORMAT = "canonical-3"  # 2: the shape table (groups.ShapeTable) is cached with the pair table; 3: the character
+# classes asked of the tokenizer (pretokens.CharClasses), which the shapes follow
 
 def build_relation(vocab: Vocabulary, cache: bool | str | Path = True) -> CanonicalRelation:
     """The canonical successor relation of ``vocab``'s tokenizer.
@@ -42,8 +43,15 @@ def build_relation(vocab: Vocabulary, cache: bool | str | Path = True) -> Canoni
         raise CanonicalError("byte-level BPE with byte fallback is not supported")
     if byte_level and data.get("normalizer") and data["normalizer"].get("type") != "NFC":
         raise CanonicalError("byte-level BPE with a normalizer other than NFC is not supported")
-    segmenter = Segmenter(data, tokenizer, added)
     folder = None if cache is False else cache_dir("canonical") if cache is True else Path(cache)
+    classes, _ = DiskCache(folder).get_or_build(
+        _key(vocab, data),
+        "canonical-classes",
+        lambda: Segmenter(data, tokenizer, added).classes,
+        lambda classes: ({"table": classes.table}, {}),
+        lambda arrays, _: CharClasses(arrays["table"]),
+    )
+    segmenter = Segmenter(data, tokenizer, added, classes)
     byte_tokens = {i: b for b, i in enumerate(model.byte_pieces) if i >= 0}
     (pairs, shapes), from_cache = DiskCache(folder).get_or_build(
         _key(vocab, data),

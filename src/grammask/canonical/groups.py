@@ -30,15 +30,15 @@ import numpy as np
 
 from grammask.canonical.model import BYTE_TO_CHAR, BpeModel
 from grammask.canonical.pairs import NO_MERGE, PairTable
-from grammask.canonical.pretokens import Segmenter, class_string
+from grammask.canonical.pretokens import CharClasses, Segmenter
 
 _LONG_RUN = re.compile(r"([^1])\1\1+")
 _REMEMBERED_ROWS = 2048  # kept_after rows remembered (bit-packed: 16 KB each for Llama-3)
 
 
-def shape(text: str) -> str:
-    """The pre-tokenizer shape of a token's text (see the module docstring)."""
-    return _LONG_RUN.sub(r"\1\1", class_string(text, open_start=True))
+def shape(text: str, classes: CharClasses) -> str:
+    """The pre-tokenizer shape of a token's text (see the module docstring) under ``classes``."""
+    return _LONG_RUN.sub(r"\1\1", classes.class_string(text, open_start=True))
 
 
 @cache
@@ -98,7 +98,7 @@ def build_shape_table(tokens: Sequence[bytes | None], model: BpeModel, segmenter
                                        or not unicodedata.is_normalized("NFC", text)))):
             single.append(t)
         else:
-            by_shape.setdefault(shape(text), []).append(t)
+            by_shape.setdefault(shape(text, segmenter.classes), []).append(t)
             texts.append((text, t))
     texts.sort()
     n = len(tokens)

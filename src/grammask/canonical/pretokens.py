@@ -11,8 +11,9 @@ Supported, read from tokenizer.json (anything else raises :class:`~grammask.erro
 The supported regexes test a character only for membership in a few classes (space, CR, LF, other
 white space, apostrophe, the letters of the English contractions, other letters, numbers, the rest), so
 the pre-tokenizer's cuts are computed on a string of one representative per class, with the
-tokenizer's own pre-tokenizer, and memoised by that string (:func:`class_string`: the contraction letters
-are told apart only right after an apostrophe). Cuts near the end of a text depend on
+tokenizer's own pre-tokenizer, and memoised by that string (:meth:`CharClasses.class_string`: the contraction
+letters are told apart only right after an apostrophe). Which class a character is in is asked of the tokenizer's
+own pre-tokenizer too (:class:`CharClasses`): its regex engine's Unicode tables are not Python's. Cuts near the end of a text depend on
 what follows: every continuation of up to two classes is tried (and more only ever extends a white-space
 run, which a two-class continuation already shows).
 """
@@ -21,7 +22,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
-from functools import cache, lru_cache
+from functools import cache
 from typing import Any
 
 import numpy as np
@@ -42,48 +43,107 @@ _CONTINUATIONS = (
     *_REPRESENTATIVES,
     *(first + second for first in " \n\r\t'" for second in _REPRESENTATIVES),
 )
-_SPACE, _LETTER, _NUMBER = regex.compile(r"\s"), regex.compile(r"\p{L}"), regex.compile(r"\p{N}")
+_CLASSES = "\t b1!"
+_PROBES = ("b", "1", " ", "!")
+"""Each code point ``c`` is classed by where the pre-tokenizer cuts ``probe + c``: the four split regexes cut
+differently after these for each class (letters join ``b``, numbers cut after a space, spaces cut after ``!``,
+and ``1`` tells numbers from spaces under the GPT-2 split)."""
+_PROBE_BLOCK = 65536
 
 
-@cache
-def char_class(ch: str) -> str:
-    """The representative of ``ch``'s class: itself for space, CR, LF, apostrophe and contraction letters."""
-    if ch in " \n\r'" or ch in _CONTRACTION_LETTERS:
-        return ch
-    if _SPACE.match(ch):
-        return "\t"
-    if _LETTER.match(ch):
-        return "b"
-    if _NUMBER.match(ch):
-        return "1"
-    return "!"
+class CharClasses:
+    """The class of every code point (a representative: ``\t`` white space, ``b`` letter, ``1`` number, ``!`` the
+    rest) as a tokenizer's split regex reads it, and the class strings of texts.
+
+    The regex engine of ``tokenizers`` (Oniguruma) has older Unicode tables than Python's ``regex`` module
+    (U+1DF54 is a letter to one and unassigned to the other), so a tokenizer that splits gets its classes by
+    asking its own pre-tokenizer (:meth:`probed`).
+    """
+
+    def __init__(self, table: np.ndarray):
+        """``table[c]``: the index into ``"\\t b1!"`` of code point ``c``'s class (5 for surrogates)."""
+        self.table = table
+        self._memo: dict[str, str] = {}
+        self._partial_memo: dict[bytes, frozenset[str]] = {}
+
+    @classmethod
+    def of_unicode(cls) -> CharClasses:
+        """The classes of Python's ``regex`` module (``\\s``, ``\\p{L}``, ``\\p{N}``)."""
+        return cls(_unicode_table())
+
+    @classmethod
+    def probed(cls, pre_tokenizer: Any) -> CharClasses:
+        """The classes ``pre_tokenizer`` (a ``tokenizers`` pre-tokenizer with a supported split) gives: each code
+        point assigned in the ``regex`` module's tables is classed by how the pre-tokenizer cuts it after each of
+        :data:`_PROBES`, as one of the classes' representatives is cut (an unassigned or private-use code point is
+        the rest to every Unicode version)."""
+        table = _unicode_table().copy()
+        asked = np.flatnonzero(_assigned_table())
+        signatures = np.stack([_cut_after(pre_tokenizer, probe, asked) for probe in _PROBES], axis=1)
+        known = {}
+        for rep in "\tb1!":
+            signature = tuple(bool(_cut_after(pre_tokenizer, probe, np.array([ord(rep)]))[0]) for probe in _PROBES)
+            known.setdefault(signature, _CLASSES.index(rep))
+        if len(known) < 4:
+            raise CanonicalError("the pre-tokenizer's split does not tell white space, letters, numbers and the rest "
+                                 "apart as the supported splits do")
+        codes = np.array([known.get(tuple(row), 255) for row in signatures.tolist()], dtype=np.uint8)
+        if (codes == 255).any():
+            first = int(asked[np.argmax(codes == 255)])
+            raise CanonicalError(f"the pre-tokenizer cuts U+{first:04X} as no class of the supported splits")
+        table[asked] = codes
+        return cls(table)
+
+    def char_class(self, ch: str) -> str:
+        """The representative of ``ch``'s class: itself for space, CR, LF, apostrophe and contraction letters."""
+        found = self._memo.get(ch)
+        if found is None:
+            found = ch if ch in " \n\r'" or ch in _CONTRACTION_LETTERS else _CLASSES[self.table[ord(ch)]]
+            self._memo[ch] = found
+        return found
+
+    def class_string(self, text: str, open_start: bool = False) -> str:
+        """``text`` with each character replaced by :meth:`char_class`, where a contraction letter stays itself only
+        within two characters after an apostrophe (the only place the split regexes tell it from other letters).
+
+        ``open_start``: the first two characters keep theirs too (an apostrophe may stand before the text).
+        """
+        classes = "".join(map(self.char_class, text))
+        if "'" not in classes:
+            return classes[:2] + classes[2:].translate(_AS_LETTER) if open_start else classes.translate(_AS_LETTER)
+        out = list(classes)
+        for i in range(2 if open_start else 0, len(out)):
+            if out[i] in _CONTRACTION_LETTERS and "'" not in classes[max(0, i - 2) : i]:
+                out[i] = "b"
+        return "".join(out)
+
+    def partial_classes(self, partial: bytes) -> frozenset[str]:
+        """The classes of every character whose UTF-8 encoding starts with ``partial`` (an incomplete character)."""
+        found = self._partial_memo.get(partial)
+        if found is None:
+            found = self._partial_memo[partial] = self._partial_classes(partial)
+        return found
+
+    def _partial_classes(self, partial: bytes) -> frozenset[str]:
+        lead = partial[0]
+        length = 2 if lead < 0xE0 else 3 if lead < 0xF0 else 4
+        code = lead & (0x7F >> length)
+        for byte in partial[1:]:
+            code = code << 6 | byte & 0x3F
+        missing = 6 * (length - len(partial))
+        low = max(code << missing, (0x80, 0x800, 0x10000)[length - 2])
+        high = min((code + 1) << missing, 0x110000)
+        found = np.unique(self.table[low:high])
+        return frozenset(_CLASSES[i] for i in found.tolist() if i < len(_CLASSES) and _CLASSES[i] != " ")
 
 
 _AS_LETTER = str.maketrans(dict.fromkeys(_CONTRACTION_LETTERS, "b"))
 
 
-def class_string(text: str, open_start: bool = False) -> str:
-    """``text`` with each character replaced by :func:`char_class`, where a contraction letter stays itself only
-    within two characters after an apostrophe (the only place the split regexes tell it from other letters).
-
-    ``open_start``: the first two characters keep theirs too (an apostrophe may stand before the text).
-    """
-    classes = "".join(map(char_class, text))
-    if "'" not in classes:
-        return classes[:2] + classes[2:].translate(_AS_LETTER) if open_start else classes.translate(_AS_LETTER)
-    out = list(classes)
-    for i in range(2 if open_start else 0, len(out)):
-        if out[i] in _CONTRACTION_LETTERS and "'" not in classes[max(0, i - 2) : i]:
-            out[i] = "b"
-    return "".join(out)
-
-
-_CLASSES = "\t b1!"
-
-
 @cache
-def _class_table() -> np.ndarray:
-    """The class of every code point above 0x7F, as an index into ``_CLASSES`` (5 for surrogates)."""
+def _unicode_table() -> np.ndarray:
+    """The class of every code point by the ``regex`` module's tables, as an index into ``_CLASSES`` (5 for
+    surrogates; ASCII space, CR and LF as white space)."""
     table = np.full(0x110000, 4, dtype=np.uint8)
     text = "".join(map(chr, range(0x110000)))
     for pattern, index in ((r"\p{N}+", 3), (r"\p{L}+", 2), (r"\s+", 0)):
@@ -93,19 +153,31 @@ def _class_table() -> np.ndarray:
     return table
 
 
-@lru_cache(maxsize=4096)
-def partial_classes(partial: bytes) -> frozenset[str]:
-    """The classes of every character whose UTF-8 encoding starts with ``partial`` (an incomplete character)."""
-    lead = partial[0]
-    length = 2 if lead < 0xE0 else 3 if lead < 0xF0 else 4
-    code = lead & (0x7F >> length)
-    for byte in partial[1:]:
-        code = code << 6 | byte & 0x3F
-    missing = 6 * (length - len(partial))
-    low = max(code << missing, (0x80, 0x800, 0x10000)[length - 2])
-    high = min((code + 1) << missing, 0x110000)
-    found = np.unique(_class_table()[low:high])
-    return frozenset(_CLASSES[i] for i in found.tolist() if i < len(_CLASSES) and _CLASSES[i] != " ")
+@cache
+def _assigned_table() -> np.ndarray:
+    """Per code point: assigned in the ``regex`` module's tables and neither private use nor a surrogate, nor one of
+    the characters a split regex names itself (space, CR, LF, apostrophe, contraction letters)."""
+    text = "".join(map(chr, range(0x110000)))
+    out = np.zeros(0x110000, dtype=bool)
+    for m in regex.finditer(r"[^\p{Cn}\p{Co}\p{Cs}]+", text):
+        out[m.start() : m.end()] = True
+    out[[ord(c) for c in " \n\r'" + _CONTRACTION_LETTERS]] = False
+    return out
+
+
+def _cut_after(pre_tokenizer: Any, probe: str, codes: np.ndarray) -> np.ndarray:
+    """Per code point ``c`` of ``codes``: whether ``pre_tokenizer`` cuts ``probe + c`` between the two. The probes are
+    asked in blocks, each on its own line (a pre-token starts after every newline of these splits)."""
+    out = np.zeros(len(codes), dtype=bool)
+    width = len(probe) + 2
+    for lo in range(0, len(codes), _PROBE_BLOCK):
+        block = codes[lo : lo + _PROBE_BLOCK].tolist()
+        text = "\n".join(probe + chr(c) for c in block)
+        ends = np.fromiter((end for _, (_, end) in pre_tokenizer.pre_tokenize_str(text)), dtype=np.int64)
+        hit = np.zeros(len(text) + 1, dtype=bool)
+        hit[ends] = True
+        out[lo : lo + len(block)] = hit[np.arange(len(block)) * width + len(probe)]
+    return out
 
 
 def _steps(component: Mapping[str, Any] | None, key: str) -> list[Mapping[str, Any]]:
@@ -124,8 +196,11 @@ class Segmenter:
     ``splits``: the pre-tokenizer cuts text (else one model segment is one pre-token).
     """
 
-    def __init__(self, data: Mapping[str, Any], tokenizer: tokenizers.Tokenizer, added: Mapping[str, int]):
-        """Reads the normalizer, pre-tokenizer and non-special added tokens (content -> id) of a tokenizer.json.
+    def __init__(self, data: Mapping[str, Any], tokenizer: tokenizers.Tokenizer, added: Mapping[str, int],
+                 classes: CharClasses | None = None):
+        """Reads the normalizer, pre-tokenizer and non-special added tokens (content -> id) of a tokenizer.json;
+        ``classes``: its split's character classes (None: asked of its pre-tokenizer, :meth:`CharClasses.probed`,
+        where it splits; the ``regex`` module's where it does not).
 
         Raises :class:`~grammask.errors.CanonicalError` for a normalizer, pre-tokenizer or added-token
         option the relation does not model exactly.
@@ -141,6 +216,9 @@ class Segmenter:
         pre = _steps(data.get("pre_tokenizer"), "pretokenizers")
         self.splits = _read_pre_tokenizer(pre, sp_replace) is not None
         self._pre_tokenizer = tokenizer.pre_tokenizer
+        if classes is None:
+            classes = CharClasses.probed(self._pre_tokenizer) if self.splits else CharClasses.of_unicode()
+        self.classes = classes
         if "" in added:
             raise CanonicalError("an added token has empty content")
         if added and self.prepend_space:
@@ -175,8 +253,8 @@ class Segmenter:
         n = len(text)
         if not self.splits:
             return ((), (n,)) if n and not partial else ((),)
-        classes = class_string(text)
-        key = (classes, partial_classes(partial) if partial else None)
+        classes = self.classes.class_string(text)
+        key = (classes, self.classes.partial_classes(partial) if partial else None)
         found = self._memo.get(key)
         if found is None:
             found = self._memo[key] = self._compute_cuts(classes, key[1])
@@ -187,7 +265,7 @@ class Segmenter:
         n = len(text)
         if not self.splits:
             return (n,) if n else ()
-        classes = class_string(text)
+        classes = self.classes.class_string(text)
         found = self._closed_memo.get(classes)
         if found is None:
             pieces = self._pre_tokenizer.pre_tokenize_str(classes)
