@@ -290,7 +290,12 @@ def test_character_classes_are_the_tokenizers_own(name):
     """The probed classes (asked in blocks of lines) equal what the pre-tokenizer says of each code point alone,
     where the ``regex`` module's tables differ (code points newer than the tokenizer's Unicode), elsewhere, and
     for code points unassigned in both (taken as the rest without asking)."""
-    from grammask.canonical.pretokens import _CLASSES, _PROBES, _assigned_table, _unicode_table
+    from grammask.canonical.pretokens import (
+        _CLASSES,
+        _PROBES,
+        _assigned_table,
+        _unicode_table,
+    )
 
     pre = relation(name)._seg._pre_tokenizer
     table = relation(name)._seg.classes.table
