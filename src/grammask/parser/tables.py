@@ -139,7 +139,7 @@ def build_parse_tables(grammar: Grammar, parser_terminals: tuple[str, ...], dead
     action[end_state, term_id[END]] = n
     return ParseTables(
         terminals=tuple(parser_terminals),
-        nonterminals=grammar.nonterminals,
+        nonterminals=nonterminals,
         action=action,
         goto=goto,
         rule_lhs=np.array([nt_id[r.lhs] for r in grammar.rules], dtype=np.int32),
