@@ -76,7 +76,8 @@ class CharClasses:
         """The classes ``pre_tokenizer`` (a ``tokenizers`` pre-tokenizer with a supported split) gives: each code
         point assigned in the ``regex`` module's tables is classed by how the pre-tokenizer cuts it after each of
         :data:`_PROBES`, as one of the classes' representatives is cut (an unassigned or private-use code point is
-        the rest to every Unicode version)."""
+        the rest to every Unicode version). Raises :class:`~grammask.errors.CanonicalError` where the split does not
+        tell the four classes apart, or cuts a code point as none of them."""
         table = _unicode_table().copy()
         asked = np.flatnonzero(_assigned_table())
         signatures = np.stack([_cut_after(pre_tokenizer, probe, asked) for probe in _PROBES], axis=1)
