@@ -6,6 +6,7 @@ import re
 from dataclasses import dataclass
 
 from grammask.errors import (
+    Deadline,
     EmptyLanguageError,
     UnsupportedRegexError,
     UnsupportedSchemaError,
@@ -344,8 +345,7 @@ class Emitter:
             rules += [Rule(slot, (self.number_terminal(m),)) for m in self.numbers.contained_in([key])]
         used = {s for r in rules for s in r.rhs}
         terminals = list(self.punct.terminals.values()) + self._family_terminals(used)
-        self.reader.deadline.check("the JSON Schema rules")
-        return tuple(terminals), tuple(_prune(rules, "start", {t.name for t in terminals})), ignored
+        return tuple(terminals), tuple(_prune(rules, "start", {t.name for t in terminals}, self.reader.deadline)), ignored
 
     def string_terminal(self, key: tuple) -> str:
         name = self._terminal_names.get(key)
@@ -479,11 +479,14 @@ class _ObjectBody:
         return f"{self.name}_{kind}{mask}"
 
 
-def _prune(rules: list[Rule], start: str, terminals: set[str]) -> list[Rule]:
-    """Drop rules that use a nonterminal deriving no sentence, then rules unreachable from ``start``."""
+def _prune(rules: list[Rule], start: str, terminals: set[str], deadline: Deadline) -> list[Rule]:
+    """Drop rules that use a nonterminal deriving no sentence, then rules unreachable from ``start``. Raises
+    :class:`~grammask.errors.CompileTimeoutError` once ``deadline`` has passed (checked before each pass over the
+    rules: a schema may make hundreds of thousands)."""
     productive: set[str] = set(terminals)
     changed = True
     while changed:
+        deadline.check("the JSON Schema rules")
         changed = False
         for r in rules:
             if r.lhs not in productive and all(s in productive for s in r.rhs):
@@ -494,6 +497,7 @@ def _prune(rules: list[Rule], start: str, terminals: set[str]) -> list[Rule]:
             "the schema admits no JSON value (a false schema, an empty enum, contradictory keywords, "
             "or only values grammask does not spell, such as numbers in exponent form under bounds)"
         )
+    deadline.check("the JSON Schema rules")
     rules = [r for r in rules if all(s in productive for s in r.rhs)]
     by_lhs: dict[str, list[Rule]] = {}
     for r in rules:
