@@ -335,12 +335,14 @@ def build_lexer(grammar: Grammar, deadline: Deadline | None = None) -> LexerAuto
         trans, accept, matches, counter = made.trans, made.accept, made.matches, made.tables
         reach = np.hstack([trans, counter.crossings(trans)])  # a pending lexeme may move up a level
     deadline.check("the lexer's tables")
+    produce = producible(reach, accept, len(terminals), deadline)
+    deadline.check("the lexer's tables")
     lexer = LexerAutomaton(
         terminals=tuple(t.name for t in terminals),
         ignored=np.array([t.name in grammar.ignore for t in terminals], dtype=bool),
         trans=trans,
         accept=accept,
-        produce=producible(reach, accept, len(terminals), deadline),
+        produce=produce,
         counter=counter,
         matches=matches,
         rank=rank,

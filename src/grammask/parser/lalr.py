@@ -13,6 +13,7 @@ up (None).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import NamedTuple
 
 import numpy as np
@@ -70,8 +71,10 @@ def lalr_tables(rules: list[tuple[int, tuple[int, ...]]], n_terminals: int, n_no
         by_lhs[lhs].append(r)
     if len(set(rules)) < n_rules or any(s >= base and not by_lhs[s - base] for _, rhs in rules for s in rhs):
         return None  # lark refuses these
+    check("the parse tables")
     nullable = _nullable(rules, n_nonterminals + 1, base)
-    expand = _expansions(rules, by_lhs, first_item, base)
+    check("the parse tables")
+    expand = _expansions(rules, by_lhs, first_item, base, check)
 
     # LR(0) states, numbered breadth first over symbols in code order: the canonical order.
     kernels: list[tuple[int, ...]] = [(first_item[n_rules - 1],)]
@@ -237,11 +240,14 @@ def _put_reductions(action: np.ndarray, lookahead: dict[tuple[int, int], int], w
     return None
 
 
-def _expansions(rules, by_lhs: list[list[int]], first_item: list[int], base: int) -> list[tuple[int, ...]]:
+def _expansions(rules, by_lhs: list[list[int]], first_item: list[int], base: int,
+                check: Callable[[str], None]) -> list[tuple[int, ...]]:
     """Per nonterminal, the first items of the rules its closure adds (its own and, through each one's first
-    symbol, those of the nonterminals it starts with)."""
+    symbol, those of the nonterminals it starts with); ``check`` (a deadline's) every 1,024 nonterminals."""
     out = []
     for n in range(len(by_lhs)):
+        if n % 1024 == 0:
+            check("the parse tables")
         items: list[int] = []
         seen = {n}
         todo = [n]

@@ -85,6 +85,7 @@ def build_parse_tables(grammar: Grammar, parser_terminals: tuple[str, ...], dead
     """
     deadline = deadline or NO_DEADLINE
     _check_nonempty(grammar, set(parser_terminals))
+    deadline.check("the parse tables")
     nonterminals = grammar.nonterminals
     fast = _without_conflicts(grammar, parser_terminals, deadline)
     if fast is not None:
