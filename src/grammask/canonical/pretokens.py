@@ -80,15 +80,15 @@ class CharClasses:
         tell the four classes apart, or cuts a code point as none of them."""
         table = _unicode_table().copy()
         asked = np.flatnonzero(_assigned_table())
-        signatures = np.stack([_cut_after(pre_tokenizer, probe, asked) for probe in _PROBES], axis=1)
-        known = {}
-        for rep in "\tb1!":
-            signature = tuple(bool(_cut_after(pre_tokenizer, probe, np.array([ord(rep)]))[0]) for probe in _PROBES)
-            known.setdefault(signature, _CLASSES.index(rep))
-        if len(known) < 4:
+        reps = "\tb1!"
+        codes = np.concatenate([asked, [ord(rep) for rep in reps]])
+        signature = sum(_cut_after(pre_tokenizer, probe, codes).astype(np.int64) << k for k, probe in enumerate(_PROBES))
+        if len(set(signature[-len(reps):].tolist())) < len(reps):
             raise CanonicalError("the pre-tokenizer's split does not tell white space, letters, numbers and the rest "
                                  "apart as the supported splits do")
-        codes = np.array([known.get(tuple(row), 255) for row in signatures.tolist()], dtype=np.uint8)
+        by_signature = np.full(1 << len(_PROBES), 255, dtype=np.uint8)
+        by_signature[signature[-len(reps):]] = [_CLASSES.index(rep) for rep in reps]
+        codes = by_signature[signature[: -len(reps)]]
         if (codes == 255).any():
             first = int(asked[np.argmax(codes == 255)])
             raise CanonicalError(f"the pre-tokenizer cuts U+{first:04X} as no class of the supported splits")

@@ -545,10 +545,7 @@ class _KeywordReader:
         return [self.reader.shape(self.sub(m, keyword, i)) for i, m in enumerate(members)]
 
     def _union(self, keyword: str) -> Shape:
-        shape = Shape()
-        for branch in self._branches(keyword):
-            shape = shape.union(branch)
-        return shape
+        return Shape().union(*self._branches(keyword))
 
     def _one_of(self, context: Shape) -> Shape:
         """Exactly one branch: exact where the branches' complements are expressible, else
@@ -559,21 +556,18 @@ class _KeywordReader:
         )
         complements = [self._complement(b, "oneOf", report=False) for b in branches] if overlapping else []
         if overlapping and all(c is not None for c in complements):
-            shape = Shape()
+            exclusive = []
             for i, branch in enumerate(branches):
                 only = branch
                 for j, c in enumerate(complements):
                     if j != i:
                         self.reader.deadline.check("the JSON Schema shapes")
                         only = only.intersect(c, self.reader.deadline)
-                shape = shape.union(only)
-            return shape
+                exclusive.append(only)
+            return Shape().union(*exclusive)
         if overlapping:
             self.issues.unsupported("oneOf", self.at("oneOf"), "its branches may overlap, and exclusivity is not enforced there")
-        union = Shape()
-        for branch in branches:
-            union = union.union(branch)
-        return union
+        return Shape().union(*branches)
 
     def _dependencies(self, keyword: str) -> Shape:
         """Each dependency as "the property is absent, or it is present and the dependency holds"."""
