@@ -37,12 +37,17 @@ _KNOWN_SPLIT_REGEXES = {
     r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+": "Qwen2",
 }
 _CONTRACTION_LETTERS = "strevmldSTREVMLD"
-_REPRESENTATIVES = (" ", "\n", "\r", "\t", "'", "!", "1", "b", *_CONTRACTION_LETTERS)
+_REPRESENTATIVES = (" ", "\n", "\t", "'", "!", "1", "b")
+# The ways a text may go on, as far as the split regexes can tell them apart. Every supported split names CR
+# only beside LF (``[\r\n]``, ``\s``), so LF stands for both; a contraction letter differs from ``b`` only right
+# after an apostrophe, so it is asked after one, and alone only where the text ends near one.
 _CONTINUATIONS = (
     "",
     *_REPRESENTATIVES,
-    *(first + second for first in " \n\r\t'" for second in _REPRESENTATIVES),
+    *(first + second for first in " \n\t" for second in _REPRESENTATIVES),
+    *("'" + second for second in (*_REPRESENTATIVES, *_CONTRACTION_LETTERS)),
 )
+_NEAR_APOSTROPHE = (*_CONTINUATIONS, *_CONTRACTION_LETTERS)
 _CLASSES = "\t b1!"
 _PROBES = ("b", "1", " ", "!")
 """Each code point ``c`` is classed by where the pre-tokenizer cuts ``probe + c``: the four split regexes cut
@@ -277,7 +282,7 @@ class Segmenter:
         n = len(classes)
         found: set[tuple[int, ...]] = set()
         for tail in sorted(last) if last else ("",):
-            for more in _CONTINUATIONS:
+            for more in _NEAR_APOSTROPHE if "'" in (classes + tail)[-2:] else _CONTINUATIONS:
                 pieces = self._pre_tokenizer.pre_tokenize_str(classes + tail + more)
                 found.add(tuple(end for _, (_, end) in pieces if 0 < end <= n))
         return tuple(sorted(found))
