@@ -136,7 +136,8 @@ def check_regex(name: str, pattern: str, alphabet: str, bound: int) -> int:
     vocab = get_vocab(name)
     show = lambda seqs: sorted(vocab.decode(list(s)) + f" {list(s)}".encode() for s in seqs)[:5]
     assert got == expected, f"{pattern!r}: only matcher {show(got - expected)}, only tokenizer {show(expected - got)}"
-    assert compiled_regex(name, pattern)._product.undecided == 0  # every dead-end question was answered
+    product = compiled_regex(name, pattern)._product
+    assert (product.undecided, product.left_out) == (0, 0)  # every dead-end question was answered
     return len(expected)
 
 
@@ -274,6 +275,48 @@ def dead_end(plain, relation, state: int, eos: set[int], depth: int) -> bool:
             if not dead_end(deeper, relation, after, eos, depth - 1):
                 return False
     return True
+
+
+def test_bounded_regex_mask_holds_only_tokens_proven_alive():
+    """A mask with more tokens to search from than ``mask_searches`` (``\\w+`` before a required suffix) leaves the
+    rest out: every token it keeps is taken by ``advance`` and proven alive, and ``advance`` still takes a left-out
+    token that is alive."""
+    vocab = get_vocab("smollm2")
+    compiled = compiled_regex("smollm2", r"\w+@\w+\.(com|org)")
+    matcher = compiled.matcher(canonical=True)
+    matcher.accept_tokens(vocab.encode("mail"))
+    relation = matcher.relation
+    product = gm.canonical_matcher.RegexProduct(compiled, relation, mask_searches=16)
+    row = np.zeros(gm.bitmask.bitmask_words(vocab.n_logits), dtype=np.int32)
+    matcher.plain.fill_mask(row)
+    row[: len(relation.allowed_words(matcher.relation_state))] &= relation.allowed_words(matcher.relation_state)
+    before = set(np.flatnonzero(np.unpackbits(row.view(np.uint8), bitorder="little")).tolist())
+    product.restrict(row, matcher._lexstate, matcher.relation_state)
+    kept = set(np.flatnonzero(np.unpackbits(row.view(np.uint8), bitorder="little")).tolist())
+    assert kept and product.left_out > 1000 and len(kept) < len(before)
+    targets = product.successors(matcher._lexstate)[1]
+    for t in sorted(kept)[:40]:
+        assert product.alive(targets[t], relation.step(matcher.relation_state, t))
+        assert matcher.accept_token(t)
+        matcher.rollback()
+    left = max(before - kept)  # a long word piece: alive, as advance finds
+    assert product.alive(targets[left], relation.step(matcher.relation_state, left)) and matcher.accept_token(left)
+
+
+@pytest.mark.parametrize("name", ["llama3"])
+def test_regex_mask_leaves_out_a_dead_partial_character(name):
+    """Found by the attack bench: after white space, Llama-3's ``b' \\xe3\\x80'`` starts U+3000 (white space to
+    ``\\s``) but no canonical encoding of the rest goes on from it; the mask, which searched only 64 of 490
+    candidates, held it and ``advance`` refused it."""
+    vocab = get_vocab(name)
+    matcher = compiled_regex(name, r"\s*yes\s*|\s*no\s*").matcher(canonical=True)
+    matcher.accept_tokens(vocab.encode(" \t\t\t\t\t\u3000\u3000\u3000\u3000\n" + " " * 16 + "\n" + " " * 25 + "\n"
+                                       + "\u3000" * 7 + "\t\t    \t"))
+    allowed = matcher.allowed_tokens().tolist()
+    assert vocab.tokens.index(b" \xe3\x80") not in allowed and len(allowed) > 100
+    for t in allowed[::7]:
+        assert matcher.accept_token(t), vocab.tokens[t]
+        matcher.rollback()
 
 
 def test_mask_is_grammar_and_relation():

@@ -12,9 +12,10 @@ pair (a complete match that the relation may end on) is reachable, so a canonica
 reaches a dead end. The product is explored lazily: a depth-first search per pair, tokens in order of the
 bytes left to a match, remembered once decided. A search that would expand more than ``search_limit``
 pairs, or go 400 tokens deep, gives up and keeps the token (counted in ``undecided``), which only happens
-for languages whose canonical tokenizations never settle (long runs inside one pre-token); so does a mask
-with more than ``mask_searches`` tokens to search from (a wide character class before a required suffix),
-for time. The exactness and no-dead-end guarantee hold where nothing is undecided.
+for languages whose canonical tokenizations never settle (long runs inside one pre-token). A mask with
+more than ``mask_searches`` tokens to search from (a wide character class before a required suffix) leaves
+the rest out, for time: it then holds only tokens proven alive, a subset of those ``advance`` takes. The
+exactness holds where nothing is undecided or left out; the no-dead-end guarantee where nothing is undecided.
 
 Other grammars get the mask AND the relation, less the tokens :class:`ForcedTextCheck` finds dead (a
 keyword left unfinished that only non-canonical tokens could finish), without a full guarantee: a token
@@ -66,14 +67,16 @@ class RegexProduct:
 
     ``alive(q, r)``: whether from lexer state ``q`` and relation state ``r`` some token sequence reaches a
     complete match the relation may end on. ``restrict(row, q, r)`` clears the tokens of a mask row that
-    lead to dead pairs. ``pairs`` counts the pairs decided so far, ``undecided`` the searches given up and
-    the tokens kept unsearched: one mask searches from at most ``mask_searches`` tokens (those that do not
-    end a match the relation may end on; a step and a search cost about a millisecond each), and keeps the
-    others where the relation allows them.
+    lead to dead pairs. ``pairs`` counts the pairs decided so far, ``undecided`` the searches given up.
+    One mask searches from at most ``mask_searches`` tokens (those that do not end a match the relation may
+    end on, in id order: BPE's frequent tokens first; a step and a search cost 0.1-1 ms each, and a wide
+    class such as ``\\w+`` before a required suffix has tens of thousands), more only until one is kept;
+    the tokens past them are left out (counted in ``left_out``): the mask never holds a token that is not
+    proven alive, and :meth:`CanonicalMatcher.advance` still takes a left-out token that is.
     """
 
     def __init__(self, compiled: CompiledGrammar, relation: CanonicalRelation, search_limit: int = 20_000,
-                 mask_searches: int = 64):
+                 mask_searches: int = 512):
         engine = compiled._engine
         self._lexer = engine.lexer
         self._engine = engine
@@ -85,6 +88,7 @@ class RegexProduct:
         self._alive: dict[tuple[int, int], bool] = {}
         self._masks: OrderedDict[tuple[int, int], np.ndarray] = OrderedDict()
         self.undecided = 0
+        self.left_out = 0
         self.mask_searches = mask_searches
 
     @staticmethod
@@ -118,20 +122,20 @@ class RegexProduct:
             _, targets = self.successors(q)
             matched = self._lexer.accept
             searches = self.mask_searches
-            canonical = None
+            kept = self.accepting(q, r)  # EOS
             for t in candidates:
                 q2 = targets.get(t)  # None only for EOS, which the caller sets itself
                 if q2 is not None and matched[q2] >= 0 and t < len(ends) and ends[t]:
+                    kept = True
                     continue  # a complete match the relation may end on
-                if q2 is not None and searches <= 0 and t < len(ends):
-                    self.undecided += 1  # past this mask's searches: kept when the relation allows it
-                    if canonical is None:
-                        canonical = np.unpackbits(self._relation.allowed_words(r).view(np.uint8), bitorder="little")
-                    bits[t] = canonical[t]
+                if searches <= 0 and kept:
+                    self.left_out += 1  # past this mask's searches: never kept unproven
+                    bits[t] = False
                     continue
                 searches -= 1
                 r2 = NOT_CANONICAL if q2 is None else self._relation.step(r, t)
                 bits[t] = r2 != NOT_CANONICAL and self.alive(q2, r2)
+                kept = kept or bits[t]
             keep = bool_to_bitmask(bits)[: row.shape[-1]]
             self._masks[key] = keep
             if len(self._masks) > _REMEMBERED_MASKS:
