@@ -28,7 +28,7 @@ from canonical_corpus import Oracle
 from conftest import get_vocab
 
 import grammask as gm
-from grammask.errors import CanonicalError, ConfigurationError, TokenRejectedError
+from grammask.errors import CanonicalError, TokenRejectedError
 from grammask.vocab import Vocabulary
 
 MAX_TOKENS = 6
@@ -106,10 +106,12 @@ def compiled_regex(name: str, pattern: str) -> gm.CompiledGrammar:
     return gm.compile(gm.Grammar.from_regex(pattern), get_vocab(name))
 
 
-def matcher_sequences(name: str, pattern: str, bound: int, canonical: bool = True) -> set[tuple[int, ...]]:
-    """The token sequences a (canonical) matcher produces and ends, at most ``MAX_TOKENS`` long and ``bound`` bytes."""
+def matcher_sequences(name: str, pattern: str, bound: int, canonical: bool = True,
+                      prefix: str = "") -> set[tuple[int, ...]]:
+    """The token sequences a (canonical) matcher produces and ends after ``prefix``, at most ``MAX_TOKENS`` long and
+    ``bound`` bytes."""
     vocab = get_vocab(name)
-    matcher = compiled_regex(name, pattern).matcher(canonical=canonical)
+    matcher = compiled_regex(name, pattern).matcher(canonical=canonical, prefix=prefix)
     eos = set(vocab.eos_ids)
     out: set[tuple[int, ...]] = set()
 
@@ -149,6 +151,26 @@ def test_regex_sequences_equal_the_tokenizer_smollm2(pattern, alphabet, bound):
 @pytest.mark.parametrize("pattern,alphabet,bound", REGEXES, ids=[r[0] for r in REGEXES])
 def test_regex_sequences_equal_the_tokenizer_llama2(pattern, alphabet, bound):
     assert check_regex("llama2", pattern, alphabet, bound) > 0
+
+
+@pytest.mark.parametrize("pattern,alphabet,bound,prefix", [
+    ("(cat|dog|catalog)s?", "catdoglsg", 9, "cat"),
+    ("(hello|help|he|llo) ?world", "helopwrd ", 11, "hel"),
+    ("[ \n]{1,4}x", " \nx", 5, " "),
+    ("(日本|本)語?", "日本語", 9, "日"),
+    ("(we|they)('ll|'re|'ve)", "wethy'lrv", 7, "we'"),
+])
+def test_regex_sequences_after_a_prefix_equal_the_tokenizer(pattern, alphabet, bound, prefix):
+    """After a text prefix the canonical matcher produces exactly the tokenizer's encodings of the rests ``s`` with
+    ``prefix + s`` in the language (the output is encoded on its own)."""
+    oracle = Oracle(get_vocab("smollm2"))
+    expected = set()
+    for s in language(pattern, alphabet, bound + len(prefix.encode())):
+        if s.startswith(prefix):
+            ids = oracle.encoding(s[len(prefix):]) if s != prefix else []
+            if ids is not None and len(ids) <= MAX_TOKENS:
+                expected.add(tuple(ids))
+    assert expected and matcher_sequences("smollm2", pattern, bound, prefix=prefix) == expected
 
 
 def test_plain_matcher_produces_more():
@@ -231,10 +253,12 @@ def test_random_runs_on_regexes_end_canonical_slow(name, pattern):
 
 
 def grammar_runs(name: str, grammar: str, runs: int, seed: int, max_tokens: int, p_eos: float = 0.9,
-                 p_finish: float = 0.5) -> dict[str, int]:
-    """Random runs of a canonical matcher on a built-in grammar: counts of how they ended (ended ones checked)."""
+                 p_finish: float = 0.5, prefix: str = "") -> dict[str, int]:
+    """Random runs of a canonical matcher on a built-in grammar after ``prefix``: counts of how they ended (ended
+    ones checked: their own encoding, and the prefix and output a sentence)."""
     vocab = get_vocab(name)
-    matcher = gm.compile(gm.Grammar.builtin(grammar), vocab).matcher(canonical=True)
+    compiled = gm.compile(gm.Grammar.builtin(grammar), vocab)
+    matcher = compiled.matcher(canonical=True, prefix=prefix)
     rng = random.Random(seed)
     counts = {"eos": 0, "dead": 0, "limit": 0}
     for _ in range(runs):
@@ -244,12 +268,18 @@ def grammar_runs(name: str, grammar: str, runs: int, seed: int, max_tokens: int,
         if ended == "eos":
             assert matcher.is_terminated()
             check_ended_run(vocab, tokens)
+            assert compiled.matcher(prefix=prefix.encode() + vocab.decode(tokens)).is_accepting()
     print(name, grammar, counts)
     return counts
 
 
 def test_random_runs_on_json():
     counts = grammar_runs("smollm2", "json", runs=3, seed=1, max_tokens=20)
+    assert counts["eos"] >= 1
+
+
+def test_random_runs_on_json_after_a_prefix():
+    counts = grammar_runs("smollm2", "json", runs=3, seed=3, max_tokens=20, prefix='{"key": [1, "a')
     assert counts["eos"] >= 1
 
 
@@ -374,6 +404,41 @@ def test_forced_check_groups_tokens_by_what_they_leave():
         plain.advance(t)
 
 
+def split_in_two(vocab, word: str) -> list[int]:
+    """Two tokens that spell ``word`` (a non-canonical encoding where ``word`` is one token)."""
+    for k in range(1, len(word)):
+        head, tail = word[:k].encode(), word[k:].encode()
+        if head in vocab.tokens and tail in vocab.tokens:
+            return [vocab.tokens.index(head), vocab.tokens.index(tail)]
+    raise AssertionError(word)
+
+
+@pytest.mark.parametrize("make,prefix,output,word", [
+    (lambda: gm.Grammar.builtin("python"), "def f(a):\n    if a:\n        return a\n    ", "return a + 1\n", "return"),
+    (lambda: gm.Grammar.from_json_schema({"type": "object", "properties": {"name": {"type": "string", "maxLength": 5000}},
+                                          "required": ["name"]}), '{"name": "', 'hello world"}', " world"),
+], ids=["python-indenter", "schema-counted"])
+def test_canonical_with_an_indenter_or_counted_bounds(make, prefix, output, word):
+    """Grammars with an indenter (Python) or counted length bounds: the tokenizer's own encoding of an output is taken
+    to the end, a split of one of its tokens is refused, and random runs keep non-empty masks of canonical steps."""
+    vocab = get_vocab("smollm2")
+    compiled = gm.compile(make(), vocab)
+    assert compiled._engine.indenter is not None or compiled._engine.lexer.counter is not None
+    m = compiled.matcher(canonical=True, prefix=prefix)
+    ids = vocab.encode(output)
+    assert m.accept_tokens(ids) == len(ids) and m.is_accepting()
+    assert set(vocab.eos_ids) <= set(m.allowed_tokens().tolist())
+    m.reset()
+    before = output[: output.index(word)]
+    m.accept_tokens(vocab.encode(before))
+    assert m.accept_tokens(split_in_two(vocab, word)) == 1
+    rng = random.Random(5)
+    for _ in range(2):
+        m.reset()
+        tokens, ended = random_run(m, vocab, rng, 12, p_eos=0.0)
+        assert ended == "limit" and m.relation.accepts(tokens) > len(tokens) - 1
+
+
 def test_operations_and_errors():
     vocab = get_vocab("smollm2")
     compiled = compiled_regex("smollm2", "(cat|dog|catalog)s?")
@@ -389,10 +454,10 @@ def test_operations_and_errors():
     other.rollback(len(vocab.encode("cats")))
     assert m.is_accepting() and not other.is_accepting() and other.num_tokens == 0
     assert m.validate_tokens([min(vocab.eos_ids)]) == 1 and m.is_accepting()
-    with pytest.raises(ConfigurationError):
-        compiled.matcher(canonical=True, prefix="c")
-    with pytest.raises(ConfigurationError, match="Indenter"):  # it used to crash deep in the dead-end check
-        gm.compile(gm.Grammar.builtin("python"), vocab).matcher(canonical=True)
+    with pytest.raises(gm.errors.TextRejectedError, match="byte 3"):
+        compiled.matcher(canonical=True, prefix="catx")
+    with pytest.raises(CanonicalError, match="after the prefix 'a'"):  # Llama-2 writes a space before any text
+        compiled_regex("llama2", "ab+").matcher(canonical=True, prefix="a")
     with pytest.raises(CanonicalError, match="tokenizer"):
         gm.compile(gm.Grammar.from_regex("a+"), Vocabulary([b"a", b"b", None], eos_ids=[2])).matcher(canonical=True)
     with pytest.raises(CanonicalError, match="space"):  # Llama-2 writes a space first: no encoding spells 'cat'

@@ -220,9 +220,9 @@ class RegexProduct:
 class ForcedTextCheck:
     """For any grammar: tokens after which every continuation the grammar allows soon stops being canonical.
 
-    For each token ``t`` of a mask (one probe per group of tokens that leave the same lexer state and stack;
+    For each token ``t`` of a mask (one probe per group of tokens that leave the same grammar state;
     groups of more than ``probes`` tokens, such as the contents of a string, are not probed), ``restrict``
-    asks the grammar matcher which tokens it allows after ``t`` (remembered per lexer state and stack) and
+    asks the grammar matcher which tokens it allows after ``t`` (remembered per grammar state) and
     whether any is a canonical step: the ``few`` found lately and the first ``few`` in order one by one, then
     all the others at once (:meth:`~grammask.canonical.CanonicalRelation.allowed_among`). Where none is, or
     each one that is leads again to a narrow state and is dead in turn, ``t`` is a dead end and is cleared. A
@@ -236,7 +236,7 @@ class ForcedTextCheck:
     with the value: `` {``); and Llama-3's ``"0"`` where a date's year needs three more digits (it writes
     digits in threes). Sound (it clears only dead ends) but not complete: dead ends further away (a string
     that only a non-canonical token could close after many tokens, say) stay. :meth:`rejects` gives the same
-    verdict for one token. Remembered per (lexer state, stack, relation state); ``cleared`` counts the tokens
+    verdict for one token. Remembered per (grammar state, relation state); ``cleared`` counts the tokens
     found dead.
     """
 
@@ -244,6 +244,8 @@ class ForcedTextCheck:
         engine = compiled._engine
         self._engine = engine
         self._runner = engine.runner
+        # A group's tokens leave one grammar state unless an indenter, a count or a late reading tells them apart.
+        self._exact_groups = engine.indenter is None and engine.lexer.counter is None and engine.lexer.late is None
         self._relation = relation
         self._few = few
         self._probes = probes
@@ -260,27 +262,25 @@ class ForcedTextCheck:
     def restrict(self, row: np.ndarray, matcher: Matcher, r: int) -> None:
         """Clears, in a mask row of ``matcher`` at relation state ``r``, the tokens found to be dead ends.
 
-        Remembered per (lexer state, stack, relation state): stacks are tuples, equal by value.
+        Remembered per (grammar state, relation state): ``Matcher.state_key``, equal by value.
         """
-        key = (matcher.lexer_state, matcher.stack, r)
+        key = (matcher.state_key, r)
         dead = self._verdicts.get(key)
         if dead is None:
             dead = []
-            for q2, terminals, tokens in self._tokens_by_end(matcher.lexer_state):
-                stack = self._runner.feed_all(matcher.stack, terminals) if terminals else matcher.stack
-                if stack is None:
+            for _, terminals, tokens in self._tokens_by_end(matcher.lexer_state):
+                if self._exact_groups and terminals and self._runner.feed_all(matcher.stack, terminals) is None:
                     continue
                 present = [t for t in tokens if row[t >> 5] >> (t & 31) & 1]
                 if not present or len(tokens) > self._probes:
                     continue
-                probe = matcher.unbudgeted_fork()  # the tokens of a group leave the same lexer state and stack
-                probe.advance(present[0])
-                allowed = self._allowed(probe)
-                for t in present:
-                    after = self._relation.step(r, t)
-                    if after != NOT_CANONICAL and self._dead(probe, after, _NARROW_DEPTH, allowed):
-                        dead.append(t)
-                        self.cleared += 1
+                for probe, same in self._by_state(matcher, present):
+                    allowed = self._allowed(probe)
+                    for t in same:
+                        after = self._relation.step(r, t)
+                        if after != NOT_CANONICAL and self._dead(probe, after, _NARROW_DEPTH, allowed):
+                            dead.append(t)
+                            self.cleared += 1
             self._verdicts[key] = dead
             if len(self._verdicts) > _REMEMBERED_MASKS:
                 self._verdicts.popitem(last=False)
@@ -289,13 +289,26 @@ class ForcedTextCheck:
         for t in dead:
             row[t >> 5] &= ~np.int32(np.uint32(1 << (t & 31)).view(np.int32))
 
+    def _by_state(self, matcher: Matcher, tokens: list[int]) -> list[tuple[Matcher, list[int]]]:
+        """``tokens`` (of one group) split by the grammar state each leaves, with a matcher in that state."""
+        if self._exact_groups:
+            probe = matcher.unbudgeted_fork()
+            probe.advance(tokens[0])
+            return [(probe, tokens)]
+        found: dict[tuple, tuple[Matcher, list[int]]] = {}
+        for t in tokens:
+            probe = matcher.unbudgeted_fork()
+            probe.advance(t)
+            found.setdefault(probe.state_key, (probe, []))[1].append(t)
+        return list(found.values())
+
     def rejects(self, matcher: Matcher, r: int, token_id: int) -> bool:
         """Whether :meth:`restrict` clears ``token_id`` (a canonical step from ``r``) at ``matcher``'s state: the same
         verdict, for one token, without a mask.
 
         Raises :class:`~grammask.errors.TokenRejectedError` when the grammar does not allow ``token_id``.
         """
-        dead = self._verdicts.get((matcher.lexer_state, matcher.stack, r))
+        dead = self._verdicts.get((matcher.state_key, r))
         if dead is not None:
             return token_id in dead
         if self._group_sizes(matcher.lexer_state)[token_id] > self._probes:
@@ -309,8 +322,8 @@ class ForcedTextCheck:
     def _dead(self, probe: Matcher, r: int, depth: int, allowed: np.ndarray | None = None) -> bool:
         """Whether no canonical continuation ends from grammar state ``probe`` (``allowed``: its :meth:`_allowed`, if
         known) and relation state ``r``, as far as narrow states go (``depth`` more tokens); False where it cannot tell.
-        Remembered per (lexer state, stack, relation state, depth): runs of whitespace meet the same ones often."""
-        key = (probe.lexer_state, probe.stack, r, depth)
+        Remembered per (grammar state, relation state, depth): runs of whitespace meet the same ones often."""
+        key = (probe.state_key, r, depth)
         found = self._dead_memo.get(key)
         if found is None:
             found = self._dead_memo[key] = self._search_dead(probe, r, depth, allowed)
@@ -362,19 +375,20 @@ class ForcedTextCheck:
         return self._unfinished(probe.lexer_state, probe.stack) or bool(probe.forced_text())
 
     def _unfinished(self, q: int, stack) -> bool:
-        """Whether a pending lexeme in lexer state ``q`` cannot end as a terminal the parser takes on ``stack``."""
+        """Whether a pending lexeme in lexer state ``q`` cannot end as a terminal the parser takes on ``stack`` (with
+        an indenter, a count or late readings: cannot end as a terminal at all)."""
         if q <= 0:
             return False  # nothing pending (0) or after EOS
         term = int(self._engine.lexer.accept[q])
-        if term < 0:
-            return True
+        if term < 0 or not self._exact_groups:
+            return term < 0
         parser_term = int(self._engine.parser_term[term])
         return parser_term >= 0 and self._runner.feed(stack, parser_term) is None
 
     def _allowed(self, probe: Matcher) -> np.ndarray:
         """The tokens the grammar allows at ``probe``'s state, EOS left out, ascending; remembered per (lexer state,
         stack)."""
-        key = (probe.lexer_state, probe.stack)
+        key = probe.state_key
         if key in self._allowed_memo:
             self._allowed_memo.move_to_end(key)
             return self._allowed_memo[key]
@@ -467,26 +481,28 @@ class CanonicalMatcher(TokenSteps):
                  "_witness", "compiled")
 
     def __init__(self, compiled: CompiledGrammar, relation: CanonicalRelation, product: RegexProduct | None,
-                 forced: ForcedTextCheck | None = None, max_tokens: int | None = None):
-        """A canonical matcher at the start of a document; use ``compiled.matcher(canonical=True)`` (which documents
-        what it raises)."""
+                 forced: ForcedTextCheck | None = None, max_tokens: int | None = None, prefix: str | bytes = ""):
+        """A canonical matcher at the start of a document, or after ``prefix`` (whose text is not tokenized: the
+        output's own tokens start the relation); use ``compiled.matcher(canonical=True)`` (which documents what it
+        raises)."""
         self.compiled = compiled
-        self._matcher = Matcher(compiled, max_tokens=max_tokens)
+        self._matcher = Matcher(compiled, max_tokens=max_tokens, prefix=prefix)
         self._relation = relation
         self._product = product
         self._forced = forced
         self._state = relation.start_state()
-        self._lexstate = 0  # the regex's lexer state (with a product only)
+        self._lexstate = self._matcher.lexer_state  # the regex's lexer state (read with a product only)
         self._history: list[tuple[int, int, list[int] | None]] = []
         self._eos = sorted(compiled.vocab.eos_ids)
         self._budget: CanonicalBudget | None = None
         self._witness: list[int] | None = None
         if product is not None:
             with relation.lock:
-                if not product.alive(0, self._state):
+                if not product.alive(self._lexstate, self._state):
+                    after = f" after the prefix {prefix!r}" if prefix else ""
                     raise CanonicalError(
                         f"no string of {compiled.grammar.name!r} has a canonical tokenization with {compiled.vocab.name}"
-                        f" (a tokenizer that writes a space before the text needs a pattern that starts with one)"
+                        f"{after} (a tokenizer that writes a space before the text needs a pattern that starts with one)"
                     )
         if max_tokens is not None:
             budget = CanonicalBudget(max_tokens, (product or forced).token_groups)

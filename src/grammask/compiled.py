@@ -30,7 +30,6 @@ from grammask.errors import (
     BudgetError,
     BudgetUnsupportedError,
     CanonicalError,
-    ConfigurationError,
     Deadline,
     VocabularyError,
     check_timeout,
@@ -108,7 +107,7 @@ class CompiledGrammar:
                 canonical: Literal[False] = False) -> Matcher: ...
 
     @overload
-    def matcher(self, max_tokens: int | None = None, *, prefix: Literal[""] = "",
+    def matcher(self, max_tokens: int | None = None, *, prefix: str | bytes = "",
                 canonical: Literal[True]) -> CanonicalMatcher: ...
 
     def matcher(self, max_tokens: int | None = None, *, prefix: str | bytes = "",
@@ -121,28 +120,20 @@ class CompiledGrammar:
         ``max_tokens``: a budget ``N`` on the generated output, EOS included; the masks then keep a
         complete output within ``N`` tokens reachable (see :mod:`grammask.budget`).
         ``canonical``: a :class:`~grammask.canonical_matcher.CanonicalMatcher`, whose tokens are also the
-        vocabulary's tokenizer's own encoding of the text (no dead ends for a regex grammar); with
-        ``max_tokens``, the budget counts canonical tokens (see :mod:`grammask.canonical_budget`); not yet
-        with ``prefix``.
+        vocabulary's tokenizer's own encoding of the text (no dead ends for a regex grammar without counted bounds); with
+        ``max_tokens``, the budget counts canonical tokens (see :mod:`grammask.canonical_budget`); with
+        ``prefix``, the output's tokens are the encoding of the output's text (the prompt's tokens are the model's
+        business: a tokenizer may join the prefix's last characters with the output's first).
 
         Raises :class:`~grammask.errors.TextRejectedError` (with the byte position) for a prefix no
         sentence starts with, :class:`~grammask.errors.BudgetError` when no output fits the budget (with
         ``canonical``: when no canonical output is found within it), :class:`~grammask.errors.ConfigurationError`
-        when ``max_tokens`` is not an int or ``canonical`` comes with ``prefix``, with counted terminals
-        (length bounds) or with an indenter, and :class:`~grammask.errors.CanonicalError` when the
+        when ``max_tokens`` is not an int, and :class:`~grammask.errors.CanonicalError` when the
         vocabulary has no tokenizer, its tokenizer's canonical encodings cannot be modelled, or (regex) no string
         of the language has one.
         """
         if not canonical:
             return Matcher(self, max_tokens=max_tokens, prefix=prefix)
-        if prefix:
-            raise ConfigurationError("canonical=True does not combine with prefix yet; drop one of them")
-        if self._engine.lexer.counter is not None:
-            raise ConfigurationError(f"canonical=True does not combine with counted terminals (length bounds kept "
-                                     f"beside the lexer state) yet: grammar {self.grammar.name!r} has some")
-        if self._engine.indent is not None:
-            raise ConfigurationError(f"canonical=True does not combine with an indentation postlex (Indenter) yet: "
-                                     f"grammar {self.grammar.name!r} has one")
         try:
             relation = self._relation_of()
         except VocabularyError as e:
@@ -151,11 +142,11 @@ class CompiledGrammar:
             raise CanonicalError(f"canonical=True needs the tokenizer of vocabulary {self.vocab.name!r}: {e}") from e
         with self._budget_lock:
             if self._product is None and self._forced is None:
-                if RegexProduct.applies(self):
+                if RegexProduct.applies(self) and self._engine.lexer.counter is None:
                     self._product = RegexProduct(self, relation)
                 else:
                     self._forced = ForcedTextCheck(self, relation)
-        return CanonicalMatcher(self, relation, self._product, self._forced, max_tokens)
+        return CanonicalMatcher(self, relation, self._product, self._forced, max_tokens, prefix)
 
     @overload
     def limited_matcher(self, max_tokens: int, *, lenient: bool = False,

@@ -174,6 +174,12 @@ class Matcher(TokenSteps):
         return self._lexstate
 
     @property
+    def state_key(self) -> tuple:
+        """Everything the masks after this point depend on (lexer state, stack, indentation or count context, late
+        readings), hashable and equal by value."""
+        return self._lexstate, self._stack, self._post, self._late
+
+    @property
     def stack(self) -> tuple | None:
         """The LR stack as a persistent ``(state, rest)`` tuple chain, top first (equal by value, never mutated)."""
         return self._stack
