@@ -268,14 +268,12 @@ def test_batched_masks_equal_each_matchers_own_near_and_far_from_the_bound(lazy)
         assert np.array_equal(own, row)
 
 
-def test_budgets_and_canonical_mode_are_refused_with_counted_terminals():
+def test_budgets_are_refused_with_counted_terminals():
     compiled = _message()
     with pytest.raises(gm.BudgetError, match="counted"):
         compiled.matcher(max_tokens=50)
     with pytest.warns(UserWarning, match="without a token budget"):
         assert compiled.limited_matcher(50).max_tokens is None
-    with pytest.raises(ConfigurationError, match="counted"):
-        compiled.matcher(canonical=True)
 
 
 def test_unrolled_lengths_remain_an_option():

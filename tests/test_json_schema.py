@@ -14,12 +14,16 @@ from json_schema_suite import ReferenceChecker
 
 from grammask.compiler import compile
 from grammask.errors import (
+    NO_DEADLINE,
+    CompileTimeoutError,
     ConfigurationError,
+    Deadline,
     EmptyLanguageError,
     TokenRejectedError,
     UnsupportedSchemaError,
 )
 from grammask.grammar.json_schema import grammar_from_json_schema
+from grammask.grammar.json_schema.automaton import dfa_to_ast
 from grammask.grammar.json_schema.formats import FORMATS
 from grammask.grammar.json_schema.numbers import NumberSet
 from grammask.grammar.json_schema.strings import StringSet
@@ -360,3 +364,39 @@ def test_a_union_of_many_shapes_is_the_pairwise_one():
     ]
     for k in range(len(parts) + 1):
         assert Shape().union(*parts[:k]) == reduce(Shape.union, parts[:k], Shape())
+
+
+class _PassesAfter(Deadline):
+    """A deadline that passes after ``checks`` checks, counting them by phase."""
+
+    def __init__(self, checks: int):
+        super().__init__(None, "g")
+        self.left, self.phases = checks, []
+
+    def check(self, phase: str) -> None:
+        self.phases.append(phase)
+        self.left -= 1
+        if self.left < 0:
+            raise CompileTimeoutError("g", phase, 1.0)
+
+
+@pytest.mark.parametrize("operation", ["intersect", "minus", "is_subset", "cut", "to_ast"])
+def test_string_language_operations_check_the_deadline(operation):
+    """Products, minimizing, length questions and the way back to a regex check the deadline (a schema's products
+    ran 1.6 s between two checks) and answer as without one when it does not pass."""
+    a = StringSet.regular(parse_pattern(r"[a-z]{1,9}@[a-z]{2,9}\.(com|org|net)"))
+    b = StringSet.regular(parse_pattern(r"[a-m]+@[a-z]+\.[a-z]{3}"))
+    words, alnum = (StringSet.regular(parse_pattern(p)) for p in (r"[a-z]+[0-9]*", r"[a-z0-9]+"))
+    run = {
+        "intersect": lambda d: a.intersect(b, d).key,
+        "minus": lambda d: a.minus(b, d).key,
+        "is_subset": lambda d: words.cut(3, 20).is_subset(alnum.cut(2, 30), d),
+        "cut": lambda d: words.cut(3, 20, d).key,
+        "to_ast": lambda d: dfa_to_ast(a.minus(b).dfa, d),
+    }[operation]
+    counter = _PassesAfter(1 << 30)
+    expected = run(NO_DEADLINE)
+    assert run(counter) == expected and counter.phases
+    assert set(counter.phases) == {"the JSON Schema string languages"}
+    with pytest.raises(CompileTimeoutError, match="string languages"):
+        run(_PassesAfter(len(counter.phases) // 2))

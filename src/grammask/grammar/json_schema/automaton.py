@@ -21,6 +21,9 @@ from grammask.automata.utf8 import CodeRanges, normalize
 from grammask.errors import NO_DEADLINE, Deadline
 from grammask.grammar.regex_frontend import EPSILON, NOTHING, alt, concat, repeat
 
+PHASE = "the JSON Schema string languages"
+"""The compile phase a timeout in the string languages names."""
+
 # One state's transitions: sorted, disjoint (lo, hi, target) triples.
 Row = tuple[tuple[int, int, int], ...]
 
@@ -176,13 +179,18 @@ def _determinize(nfa: _Nfa, start: int, final: int) -> CharDFA:
     return minimize(rows, accepting)
 
 
-def minimize(rows: list[list[tuple[int, int, int]]] | tuple[Row, ...], accepting: set[int] | frozenset[int]) -> CharDFA:
-    """Trim and minimize an automaton given as rows from start state 0; renumber breadth-first."""
+def minimize(rows: list[list[tuple[int, int, int]]] | tuple[Row, ...], accepting: set[int] | frozenset[int],
+             deadline: Deadline = NO_DEADLINE) -> CharDFA:
+    """Trim and minimize an automaton given as rows from start state 0; renumber breadth-first. Raises
+    :class:`~grammask.errors.CompileTimeoutError` once ``deadline`` has passed (checked between the steps)."""
+    deadline.check(PHASE)
     live = _co_reachable(rows, accepting)
     if 0 not in live:
         return CharDFA(((),), frozenset())
     rows = [tuple((lo, hi, t) for lo, hi, t in row if t in live) if s in live else () for s, row in enumerate(rows)]
+    deadline.check(PHASE)
     block = _equivalent(rows, sorted(live), accepting)
+    deadline.check(PHASE)
     order = {block[0]: 0}
     todo = [0]
     rep = {}
@@ -246,17 +254,22 @@ def _co_reachable(rows, accepting) -> set[int]:
 DEAD = -1
 
 
-def product(a: CharDFA, b: CharDFA, mode: str) -> CharDFA:
-    """``mode`` ``"and"``: the intersection; ``"minus"``: the strings of ``a`` not in ``b``; ``"or"``: the union."""
-    return minimize(*_product_rows(a, b, mode))
+def product(a: CharDFA, b: CharDFA, mode: str, deadline: Deadline = NO_DEADLINE) -> CharDFA:
+    """``mode`` ``"and"``: the intersection; ``"minus"``: the strings of ``a`` not in ``b``; ``"or"``: the union.
+    Raises :class:`~grammask.errors.CompileTimeoutError` once ``deadline`` has passed."""
+    return minimize(*_product_rows(a, b, mode, deadline), deadline)
 
 
-def _product_rows(a: CharDFA, b: CharDFA, mode: str) -> tuple[list[list[tuple[int, int, int]]], set[int]]:
-    """The reachable part of the product automaton (rows from state 0) and its accepting states."""
+def _product_rows(a: CharDFA, b: CharDFA, mode: str,
+                  deadline: Deadline = NO_DEADLINE) -> tuple[list[list[tuple[int, int, int]]], set[int]]:
+    """The reachable part of the product automaton (rows from state 0) and its accepting states (``deadline``
+    checked every 128 rows)."""
     ids = {(0, 0): 0}
     pairs = [(0, 0)]
     rows: list[list[tuple[int, int, int]]] = []
     while len(rows) < len(pairs):
+        if len(rows) % 128 == 127:
+            deadline.check(PHASE)
         x, y = pairs[len(rows)]
         ra = a.rows[x] if x != DEAD else ()
         rb = b.rows[y] if y != DEAD else ()
@@ -281,15 +294,15 @@ def _product_rows(a: CharDFA, b: CharDFA, mode: str) -> tuple[list[list[tuple[in
     return rows, accepting
 
 
-def raw_product(a: CharDFA, b: CharDFA, mode: str) -> CharDFA:
+def raw_product(a: CharDFA, b: CharDFA, mode: str, deadline: Deadline = NO_DEADLINE) -> CharDFA:
     """:func:`product` without trimming or minimizing (for questions about its strings, not for keeping)."""
-    rows, accepting = _product_rows(a, b, mode)
+    rows, accepting = _product_rows(a, b, mode, deadline)
     return CharDFA(tuple(tuple(r) for r in rows), frozenset(accepting))
 
 
-def is_subset(a: CharDFA, b: CharDFA) -> bool:
+def is_subset(a: CharDFA, b: CharDFA, deadline: Deadline = NO_DEADLINE) -> bool:
     """Whether every string of ``a`` is in ``b``: no accepting state of ``a`` minus ``b`` is reachable."""
-    return not _product_rows(a, b, "minus")[1]
+    return not _product_rows(a, b, "minus", deadline)[1]
 
 
 # --- back to a regex AST ---------------------------------------------------------------------
@@ -313,19 +326,27 @@ def dfa_to_ast(dfa: CharDFA, deadline: Deadline = NO_DEADLINE) -> Node:
         if s in dfa.accepting:
             edges[s][final] = EPSILON
     edges[final] = {}
+    preds: dict[int, set[int]] = {s: set() for s in edges}  # the other states with an edge to s
+    for p, out_edges in edges.items():
+        for t in out_edges:
+            if t != p:
+                preds[t].add(p)
     remaining = set(range(dfa.n_states))
     while remaining:
-        deadline.check("the JSON Schema string languages")
-        ins = {s: [p for p in edges if s in edges[p] and p != s] for s in remaining}
-        k = min(remaining, key=lambda s: (len(ins[s]) * len([t for t in edges[s] if t != s]), s))
+        deadline.check(PHASE)
+        k = min(remaining, key=lambda s: (len(preds[s]) * (len(edges[s]) - (s in edges[s])), s))
         loop = edges[k].pop(k, None)
         middle = repeat(loop, 0, None) if loop is not None else EPSILON
-        for p in ins[k]:
+        for p in sorted(preds[k], key=lambda p: (p != start, p)):  # the order the states were made in
             head = edges[p].pop(k)
             for t, tail in edges[k].items():
-                deadline.check("the JSON Schema string languages")
+                deadline.check(PHASE)
                 path = concat(head, middle, tail)
                 edges[p][t] = alt(edges[p][t], path) if t in edges[p] else path
-        del edges[k]
+                if t != p:
+                    preds[t].add(p)
+        for t in edges[k]:
+            preds[t].discard(k)
+        del edges[k], preds[k]
         remaining.discard(k)
     return edges[start].get(final, NOTHING)

@@ -6,8 +6,8 @@ from __future__ import annotations
 import numpy as np
 
 from grammask.automata.counted import is_free
-from grammask.errors import UnsupportedSchemaError
-from grammask.grammar.json_schema.automaton import CharDFA
+from grammask.errors import NO_DEADLINE, Deadline, UnsupportedSchemaError
+from grammask.grammar.json_schema.automaton import PHASE, CharDFA
 
 UNROLL_ABOVE = 64
 """The most character automaton states a bound is unrolled into where it cannot be counted (larger: refused)."""
@@ -35,23 +35,27 @@ def char_free(dfa: CharDFA) -> bool:
     return is_free(trans, (trans >= 0).astype(np.int64), accepting)
 
 
-def has_length(dfa: CharDFA, lo: int, hi: int | None) -> bool:
+def has_length(dfa: CharDFA, lo: int, hi: int | None, deadline: Deadline = NO_DEADLINE) -> bool:
     """Whether the language has a string of ``lo`` to ``hi`` (None: any larger) characters.
 
     The sets of states reachable in ``k`` steps repeat with some period; found by stepping until a set
     comes back (raises :class:`~grammask.errors.UnsupportedSchemaError` after 65,536 steps without, which a
-    language of a few hundred states does not reach in practice).
+    language of a few hundred states does not reach in practice, and
+    :class:`~grammask.errors.CompileTimeoutError` once ``deadline`` has passed, checked every 256 steps).
     """
-    trans, accepting = dense(dfa)
+    deadline.check(PHASE)
     n = dfa.n_states
-    adjacency = np.zeros((n, n), dtype=bool)
-    for q in range(n):
-        adjacency[q, trans[q][trans[q] >= 0]] = True
+    sources = np.fromiter((q for q, row in enumerate(dfa.rows) for _ in row), dtype=np.int64)
+    targets = np.fromiter((t for row in dfa.rows for _, _, t in row), dtype=np.int64)
+    accepting = np.zeros(n, dtype=bool)
+    accepting[list(dfa.accepting)] = True
     reach = np.zeros(n, dtype=bool)
     reach[0] = True
     seen: dict[bytes, int] = {}
     hits: list[bool] = []
     for k in range(_MAX_PERIOD_STEPS):
+        if k % 256 == 255:
+            deadline.check(PHASE)
         key = reach.tobytes()
         if key in seen:
             first, period = seen[key], k - seen[key]
@@ -64,7 +68,9 @@ def has_length(dfa: CharDFA, lo: int, hi: int | None) -> bool:
             return False
         seen[key] = k
         hits.append(hit)
-        reach = adjacency[reach].any(axis=0)
+        step = targets[reach[sources]]
+        reach = np.zeros(n, dtype=bool)
+        reach[step] = True
     raise UnsupportedSchemaError("a string language's lengths are too irregular to compare with a length bound")
 
 

@@ -276,24 +276,24 @@ class _KeywordReader:
                 self.issues.unsupported(keyword, self.at(keyword), _UNSUPPORTED[keyword])
         shape = self._by_type()
         if "enum" in schema or "const" in schema:
-            shape = shape.intersect(self._enum())
+            shape = shape.intersect(self._enum(), self.reader.deadline)
         if "$ref" in schema:
-            shape = shape.intersect(self._ref())
+            shape = shape.intersect(self._ref(), self.reader.deadline)
         for i, member in enumerate(schema.get("allOf", ())):
             shape = shape.intersect(self.reader.shape(self.sub(member, "allOf", i)), self.reader.deadline)
         if "anyOf" in schema:
-            shape = shape.intersect(self._union("anyOf"))
+            shape = shape.intersect(self._union("anyOf"), self.reader.deadline)
         if "oneOf" in schema:
             shape = shape.intersect(self._one_of(shape), self.reader.deadline)
         for keyword in ("dependentRequired", "dependentSchemas"):
             if schema.get(keyword):
-                shape = shape.intersect(self._dependencies(keyword))
+                shape = shape.intersect(self._dependencies(keyword), self.reader.deadline)
         if "not" in schema:
             complement = self._complement(self.reader.shape(self.sub(schema["not"], "not")), "not")
             if complement is not None:
-                shape = shape.intersect(complement)
+                shape = shape.intersect(complement, self.reader.deadline)
         if "if" in schema:
-            shape = shape.intersect(self._conditional())
+            shape = shape.intersect(self._conditional(), self.reader.deadline)
         return shape
 
     def _trivial(self, keyword: str) -> bool:
@@ -598,7 +598,7 @@ class _KeywordReader:
         strings = StringSet.everything()
         try:
             for s in shape.strings:
-                strings = strings.minus(s)
+                strings = strings.minus(s, self.reader.deadline)
         except UnsupportedSchemaError:
             strings = None
         arrays = _array_complement(shape.arrays, self.reader)

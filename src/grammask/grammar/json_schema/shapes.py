@@ -151,8 +151,9 @@ class Shape:
         return cls(True, frozenset({True, False}), NumberSet.numbers(), (StringSet.everything(),), (ArrayShape(),), (ObjectShape(),))
 
     def intersect(self, other: Shape, deadline: Deadline = NO_DEADLINE) -> Shape:
-        """The values both admit; ``deadline`` is checked before each pair of object shapes is merged."""
-        strings = [a.intersect(b) for a in self.strings for b in other.strings]
+        """The values both admit; ``deadline`` is checked before each pair of object shapes is merged and in the
+        string languages' products."""
+        strings = [a.intersect(b, deadline) for a in self.strings for b in other.strings]
         objects = []
         for a in self.objects:
             for b in other.objects:

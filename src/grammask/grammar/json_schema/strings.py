@@ -184,11 +184,12 @@ class StringSet:
             return cls.everything()
         return cls.regular(Repeat(Chars(SCALARS), min_length, max_length))
 
-    def cut(self, lo: int, hi: int | None) -> StringSet:
+    def cut(self, lo: int, hi: int | None, deadline: Deadline = NO_DEADLINE) -> StringSet:
         """The members of ``lo`` to ``hi`` characters (None: no upper bound).
 
         Raises :class:`~grammask.errors.UnsupportedSchemaError` where the bound can be neither counted (the
-        language is not free) nor unrolled (:data:`~grammask.grammar.json_schema.lengths.UNROLL_ABOVE`).
+        language is not free) nor unrolled (:data:`~grammask.grammar.json_schema.lengths.UNROLL_ABOVE`), and
+        :class:`~grammask.errors.CompileTimeoutError` once ``deadline`` has passed.
         """
         if self.bounds is not None:
             lo, hi = max(lo, self.bounds[0]), _min_hi(hi, self.bounds[1])
@@ -199,9 +200,9 @@ class StringSet:
         if self.kind == "literal":
             return self if lo <= len(self.text) and (hi is None or len(self.text) <= hi) else StringSet("empty")
         base = self.relaxed()
-        if base.kind == "regular" and not has_length(base.dfa, lo, hi):
+        if base.kind == "regular" and not has_length(base.dfa, lo, hi, deadline):
             return StringSet("empty")
-        if (lo, hi) == (0, None) or (base.kind == "regular" and _within(base.dfa, lo, hi)):
+        if (lo, hi) == (0, None) or (base.kind == "regular" and _within(base.dfa, lo, hi, deadline)):
             return base
         if base.kind == "all" or char_free(base.dfa):
             return StringSet(base.kind, node=base._node, dfa=base.__dict__.get("dfa"), bounds=(lo, hi))
@@ -212,7 +213,7 @@ class StringSet:
                 f"cannot be counted beside the lexer state (a format or pattern with a fixed structure) would unroll "
                 f"into about {states} automaton states (at most {UNROLL_ABOVE} are supported)"
             )
-        return base.intersect(StringSet.regular(Repeat(Chars(SCALARS), lo, hi)))
+        return base.intersect(StringSet.regular(Repeat(Chars(SCALARS), lo, hi)), deadline)
 
     def relaxed(self) -> StringSet:
         """The set without its length bound."""
@@ -271,8 +272,9 @@ class StringSet:
         """Whether the set holds every string."""
         return self.kind == "all" and self.bounds is None
 
-    def intersect(self, other: StringSet) -> StringSet:
-        """The members of both (UnsupportedSchemaError as :meth:`cut`)."""
+    def intersect(self, other: StringSet, deadline: Deadline = NO_DEADLINE) -> StringSet:
+        """The members of both (UnsupportedSchemaError as :meth:`cut`; CompileTimeoutError once ``deadline`` has
+        passed)."""
         if self.is_everything() or other.kind == "empty":
             return other
         if other.is_everything() or self.kind == "empty":
@@ -287,13 +289,14 @@ class StringSet:
         elif b.kind == "all":
             both = a
         else:
-            both = StringSet._from_dfa(product(a.dfa, b.dfa, "and"))
+            both = StringSet._from_dfa(product(a.dfa, b.dfa, "and", deadline))
         lo, hi = _meet(self.bounds, other.bounds)
-        return both.cut(lo, hi)
+        return both.cut(lo, hi, deadline)
 
-    def minus(self, other: StringSet) -> StringSet:
+    def minus(self, other: StringSet, deadline: Deadline = NO_DEADLINE) -> StringSet:
         """The members not in ``other`` (strings with lone surrogates are dropped from a complement; raises
-        UnsupportedSchemaError as :meth:`cut` where a length bound would have to be unrolled too far)."""
+        UnsupportedSchemaError as :meth:`cut` where a length bound would have to be unrolled too far, and
+        CompileTimeoutError once ``deadline`` has passed)."""
         if other.is_everything() or self.kind == "empty":
             return StringSet("empty")
         if other.kind == "empty":
@@ -302,17 +305,18 @@ class StringSet:
             return StringSet("empty") if other.contains(self.text) else self
         if other.bounds is not None:
             outside = _outside(self.bounds or (0, None), other.bounds)
-            if self.relaxed().is_subset(other.relaxed()) and len(outside) <= 1:
-                return self.relaxed().cut(*outside[0]) if outside else StringSet("empty")
+            if self.relaxed().is_subset(other.relaxed(), deadline) and len(outside) <= 1:
+                return self.relaxed().cut(*outside[0], deadline) if outside else StringSet("empty")
             lo, hi = other.bounds
-            other = other.relaxed().intersect(_unrolled_length(lo, hi, other.relaxed().dfa.n_states))
+            other = other.relaxed().intersect(_unrolled_length(lo, hi, other.relaxed().dfa.n_states), deadline)
         if self.kind == "all":
-            base = StringSet._from_dfa(product(self.relaxed().dfa, other.dfa, "minus"))
+            base = StringSet._from_dfa(product(self.relaxed().dfa, other.dfa, "minus", deadline))
         else:
-            base = StringSet._from_dfa(product(self.dfa, other.dfa, "minus"))
-        return base if self.bounds is None else base.cut(*self.bounds)
+            base = StringSet._from_dfa(product(self.dfa, other.dfa, "minus", deadline))
+        return base if self.bounds is None else base.cut(*self.bounds, deadline)
 
-    def is_subset(self, other: StringSet) -> bool:
+    def is_subset(self, other: StringSet, deadline: Deadline = NO_DEADLINE) -> bool:
+        """Whether every member is in ``other`` (CompileTimeoutError once ``deadline`` has passed)."""
         if self.kind == "empty" or other.is_everything():
             return True
         if self.kind == "all" and self.bounds is None:
@@ -322,14 +326,14 @@ class StringSet:
         if other.kind in ("literal", "empty"):
             return False
         if self.bounds is None and other.bounds is None:
-            return is_subset(self.dfa, other.dfa)
+            return is_subset(self.dfa, other.dfa, deadline)
         mine = self.bounds or (0, None)
-        if has_length(raw_product(self.dfa, other.dfa, "minus"), *mine):
+        if has_length(raw_product(self.dfa, other.dfa, "minus", deadline), *mine, deadline):
             return False
         if other.bounds is None:
             return True
-        both = raw_product(self.dfa, other.dfa, "and")
-        return not any(has_length(both, lo, hi) for lo, hi in _outside(mine, other.bounds))
+        both = raw_product(self.dfa, other.dfa, "and", deadline)
+        return not any(has_length(both, lo, hi, deadline) for lo, hi in _outside(mine, other.bounds))
 
     def overlaps(self, other: StringSet) -> bool:
         return not self.intersect(other).is_empty()
@@ -393,11 +397,11 @@ def _outside(mine: tuple[int, int | None], theirs: tuple[int, int | None]) -> li
     return [(a, b) for a, b in out if b is None or a <= b]
 
 
-def _within(dfa: CharDFA, lo: int, hi: int | None) -> bool:
+def _within(dfa: CharDFA, lo: int, hi: int | None, deadline: Deadline) -> bool:
     """Whether every string of the language has ``lo`` to ``hi`` characters."""
-    if lo > 0 and has_length(dfa, 0, lo - 1):
+    if lo > 0 and has_length(dfa, 0, lo - 1, deadline):
         return False
-    return hi is None or not has_length(dfa, hi + 1, None)
+    return hi is None or not has_length(dfa, hi + 1, None, deadline)
 
 
 def _unrolled_length(lo: int, hi: int | None, states: int) -> StringSet:
