@@ -8,6 +8,7 @@ too: it is what raises :class:`CompileTimeoutError`, and every layer may import 
 
 from __future__ import annotations
 
+import gc
 import time
 
 
@@ -144,7 +145,10 @@ class CompileTimeoutError(GrammarError):
 class Deadline:
     """The time by which one compile must end: long loops call :meth:`check` with their phase.
 
-    ``seconds`` None means no limit. Cooperative: nothing is interrupted between checks.
+    ``seconds`` None means no limit. Cooperative: nothing is interrupted between checks. A compile stopped
+    by its deadline still has to let go of what it built before its caller sees the error (1.9 million objects, a
+    big schema's shapes, take 0.15 s to free), so a check counts that too: the objects the compile holds are the
+    collector's allocation count, which grows while :mod:`grammask.gc_pause` keeps the collector off.
     """
 
     def __init__(self, seconds: float | None, grammar: str = "grammar"):
@@ -153,8 +157,8 @@ class Deadline:
         self._end = None if seconds is None else time.monotonic() + seconds
 
     def check(self, phase: str) -> None:
-        """Raise :class:`CompileTimeoutError` naming ``phase`` if the time is up."""
-        if self._end is not None and time.monotonic() > self._end:
+        """Raise :class:`CompileTimeoutError` naming ``phase`` if the time is up (freeing what is held included)."""
+        if self._end is not None and time.monotonic() + gc.get_count()[0] * _FREE_SECONDS_PER_OBJECT > self._end:
             raise CompileTimeoutError(self.grammar, phase, self.seconds or 0.0)
 
 
@@ -164,6 +168,8 @@ def check_timeout(timeout: float | None) -> float | None:
         raise ConfigurationError(f"timeout must be a positive number of seconds or None, not {timeout!r}")
     return timeout
 
+
+_FREE_SECONDS_PER_OBJECT = 8e-8  # measured on this project's CPU box: 0.15 s for 1.9 million shapes' objects
 
 NO_DEADLINE = Deadline(None)
 """The deadline that never passes (the default of every function that takes one)."""
