@@ -128,7 +128,7 @@ class RegexProduct:
                 if q2 is not None and matched[q2] >= 0 and t < len(ends) and ends[t]:
                     kept = True
                     continue  # a complete match the relation may end on
-                if searches <= 0 and kept:
+                if q2 is not None and searches <= 0 and kept:
                     self.left_out += 1  # past this mask's searches: never kept unproven
                     bits[t] = False
                     continue
