@@ -379,6 +379,26 @@ def test_mask_is_grammar_and_relation():
     assert vocab.tokens.index(b"n") not in start.allowed_tokens()
 
 
+def test_remembered_rows_are_the_rows_made_afresh():
+    """A canonical mask met again (another matcher in the same grammar and relation state) is copied from the rows
+    remembered, and equals the row made without them; a budgeted matcher's rows are not remembered."""
+    vocab = get_vocab("smollm2")
+    compiled = gm.compile(gm.Grammar.builtin("json"), vocab)
+    first, again, fresh = (compiled.matcher(canonical=True) for _ in range(3))
+    rows = first._rows
+    for t in [*vocab.encode('{"a": [1, 2, {"b": null}], "c": "x y"}'), min(vocab.eos_ids)]:
+        made = first.allowed_tokens()
+        assert rows.get((first.plain.state_key, first.relation_state)) is not None
+        fresh._rows = gm.canonical_matcher.MaskRows()
+        assert np.array_equal(again.allowed_tokens(), made) and np.array_equal(fresh.allowed_tokens(), made)
+        for m in (first, again, fresh):
+            m.advance(t)
+    budgeted = compiled.matcher(canonical=True, max_tokens=40)
+    budgeted._rows = gm.canonical_matcher.MaskRows()
+    budgeted.allowed_tokens()
+    assert budgeted._rows.get((budgeted.plain.state_key, budgeted.relation_state)) is None
+
+
 def test_forced_check_groups_tokens_by_what_they_leave():
     """The dead-end check's groups: every token the lexer reads from a state, once, in the group of the lexer state
     and the terminals it leaves (as a plain matcher reads it), ascending; its group sizes per token id."""

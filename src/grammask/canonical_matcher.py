@@ -62,6 +62,26 @@ class _Undecided(Exception):
     """A product search went past its limit."""
 
 
+class MaskRows:
+    """Whole canonical mask rows by (grammar state, relation state), the last ``limit`` made, shared by a grammar's
+    canonical matchers: a state met again costs a copy (16 KB a row on Llama-3's vocabulary). Reading needs no
+    lock (a dict lookup); :meth:`put` is called under the relation's lock."""
+
+    def __init__(self, limit: int = 512):
+        self._rows: dict[tuple, np.ndarray] = {}
+        self._limit = limit
+
+    def get(self, key: tuple) -> np.ndarray | None:
+        """The row made for ``key``, or None."""
+        return self._rows.get(key)
+
+    def put(self, key: tuple, row: np.ndarray) -> None:
+        """Remember a copy of ``row`` for ``key`` (the oldest is forgotten past ``limit``)."""
+        self._rows[key] = row.copy()
+        if len(self._rows) > self._limit:
+            del self._rows[next(iter(self._rows))]
+
+
 class RegexProduct:
     """The product of a regex grammar's token-level automaton with a canonical relation, explored on demand.
 
@@ -90,6 +110,7 @@ class RegexProduct:
         self.undecided = 0
         self.left_out = 0
         self.mask_searches = mask_searches
+        self.rows = MaskRows()
 
     @staticmethod
     def applies(compiled: CompiledGrammar) -> bool:
@@ -258,6 +279,7 @@ class ForcedTextCheck:
         self._verdicts: OrderedDict[tuple, list[int]] = OrderedDict()
         self.cleared = 0
         self._recent: list[int] = []  # canonical continuations found lately: tried first
+        self.rows = MaskRows()
 
     def restrict(self, row: np.ndarray, matcher: Matcher, r: int) -> None:
         """Clears, in a mask row of ``matcher`` at relation state ``r``, the tokens found to be dead ends.
@@ -477,8 +499,8 @@ class CanonicalMatcher(TokenSteps):
     ``compiled.matcher(canonical=True)``; the operations are those of :class:`~grammask.matcher.Matcher`.
     """
 
-    __slots__ = ("_budget", "_eos", "_forced", "_history", "_lexstate", "_matcher", "_product", "_relation", "_state",
-                 "_witness", "compiled")
+    __slots__ = ("_budget", "_eos", "_forced", "_history", "_lexstate", "_matcher", "_product", "_relation", "_rows",
+                 "_state", "_witness", "compiled")
 
     def __init__(self, compiled: CompiledGrammar, relation: CanonicalRelation, product: RegexProduct | None,
                  forced: ForcedTextCheck | None = None, max_tokens: int | None = None, prefix: str | bytes = ""):
@@ -490,6 +512,7 @@ class CanonicalMatcher(TokenSteps):
         self._relation = relation
         self._product = product
         self._forced = forced
+        self._rows = (product or forced).rows
         self._state = relation.start_state()
         self._lexstate = self._matcher.lexer_state  # the regex's lexer state (read with a product only)
         self._history: list[tuple[int, int, list[int] | None]] = []
@@ -566,8 +589,16 @@ class CanonicalMatcher(TokenSteps):
 
         Raises :class:`~grammask.errors.ConfigurationError` if ``row`` has the wrong number of words.
         """
-        self._matcher.fill_mask(row)
-        if self._matcher.is_terminated():
+        plain = self._matcher
+        key = None
+        if self._budget is None and plain.max_tokens is None and not plain.is_terminated():
+            key = (plain.state_key, self._state)  # the row is a function of these (remembered in ``rows``)
+            made = self._rows.get(key)
+            if made is not None and made.shape == row.shape:
+                np.copyto(row, made)
+                return
+        plain.fill_mask(row)
+        if plain.is_terminated():
             return
         if self._budget is not None:
             with self._relation.lock:
@@ -588,6 +619,8 @@ class CanonicalMatcher(TokenSteps):
             if eos and self._relation.can_end(self._state):
                 for t in eos:
                     row[t >> 5] |= np.uint32(1 << (t & 31)).view(np.int32)
+            if key is not None:
+                self._rows.put(key, row)
 
     def allowed_tokens(self) -> np.ndarray:
         """The allowed token ids, sorted (a convenience built on :meth:`fill_mask`)."""
