@@ -621,7 +621,10 @@ def reach_union(trans: np.ndarray, rows: np.ndarray, deadline: Deadline = NO_DEA
     """
     if rows.size == 0:
         return rows.copy()
-    return _unpack(_reach_bits(trans, successors(trans), _pack(rows), deadline), rows.shape[1])
+    bits = _pack(rows, deadline)
+    deadline.check("the lexer's tables")
+    succ = successors(trans)
+    return _unpack(_reach_bits(trans, succ, bits, deadline), rows.shape[1], deadline)
 
 
 def alive(trans: np.ndarray, matches: np.ndarray, strict: bool) -> np.ndarray:
@@ -641,16 +644,29 @@ def alive(trans: np.ndarray, matches: np.ndarray, strict: bool) -> np.ndarray:
     return _unpack(reach, matches.shape[1])
 
 
-def _pack(rows: np.ndarray) -> list[int]:
-    """Each bool row as a Python integer bit set (bit ``t`` for column ``t``)."""
-    packed = np.packbits(rows, axis=1, bitorder="little")
-    return [int.from_bytes(r.tobytes(), "little") for r in packed]
+def _pack(rows: np.ndarray, deadline: Deadline = NO_DEADLINE) -> list[int]:
+    """Each bool row as a Python integer bit set (bit ``t`` for column ``t``); ``deadline`` checked every 4,096
+    rows."""
+    out: list[int] = []
+    for lo in range(0, len(rows), 4096):
+        deadline.check("the lexer's tables")
+        packed = np.packbits(rows[lo : lo + 4096], axis=1, bitorder="little")
+        out.extend(int.from_bytes(r.tobytes(), "little") for r in packed)
+    return out
 
 
-def _unpack(bits: list[int], width: int) -> np.ndarray:
+def _unpack(bits: list[int], width: int, deadline: Deadline = NO_DEADLINE) -> np.ndarray:
+    """The bit sets as a bool matrix, ``width`` columns; ``deadline`` checked every 4,096 rows (states x terminals
+    can pass 10^8 cells)."""
     nbytes = (width + 7) // 8
-    data = np.frombuffer(b"".join(v.to_bytes(nbytes, "little") for v in bits), dtype=np.uint8)
-    return np.unpackbits(data.reshape(len(bits), nbytes), axis=1, count=width, bitorder="little").astype(bool)
+    out = np.empty((len(bits), width), dtype=bool)
+    for lo in range(0, len(bits), 4096):
+        deadline.check("the lexer's tables")
+        part = bits[lo : lo + 4096]
+        data = np.frombuffer(b"".join(v.to_bytes(nbytes, "little") for v in part), dtype=np.uint8)
+        out[lo : lo + len(part)] = np.unpackbits(data.reshape(len(part), nbytes), axis=1, count=width,
+                                                 bitorder="little")
+    return out
 
 
 def _reach_bits(trans: np.ndarray, succ: list[list[int]], bits: list[int], deadline: Deadline) -> list[int]:

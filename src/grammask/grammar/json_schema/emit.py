@@ -481,14 +481,20 @@ class _ObjectBody:
 
 def _prune(rules: list[Rule], start: str, terminals: set[str], deadline: Deadline) -> list[Rule]:
     """Drop rules that use a nonterminal deriving no sentence, then rules unreachable from ``start``. Raises
-    :class:`~grammask.errors.CompileTimeoutError` once ``deadline`` has passed (checked before each pass over the
-    rules: a schema may make hundreds of thousands)."""
+    :class:`~grammask.errors.CompileTimeoutError` once ``deadline`` has passed (checked every 16,384 rules of each
+    pass: a schema may make hundreds of thousands)."""
+
+    def checked(items):
+        for i, item in enumerate(items):
+            if not i & 0x3FFF:
+                deadline.check("the JSON Schema rules")
+            yield item
+
     productive: set[str] = set(terminals)
     changed = True
     while changed:
-        deadline.check("the JSON Schema rules")
         changed = False
-        for r in rules:
+        for r in checked(rules):
             if r.lhs not in productive and all(s in productive for s in r.rhs):
                 productive.add(r.lhs)
                 changed = True
@@ -497,10 +503,9 @@ def _prune(rules: list[Rule], start: str, terminals: set[str], deadline: Deadlin
             "the schema admits no JSON value (a false schema, an empty enum, contradictory keywords, "
             "or only values grammask does not spell, such as numbers in exponent form under bounds)"
         )
-    deadline.check("the JSON Schema rules")
-    rules = [r for r in rules if all(s in productive for s in r.rhs)]
+    rules = [r for r in checked(rules) if all(s in productive for s in r.rhs)]
     by_lhs: dict[str, list[Rule]] = {}
-    for r in rules:
+    for r in checked(rules):
         by_lhs.setdefault(r.lhs, []).append(r)
     reachable = {start}
     todo = [start]
@@ -510,9 +515,10 @@ def _prune(rules: list[Rule], start: str, terminals: set[str], deadline: Deadlin
                 if s in by_lhs and s not in reachable:
                     reachable.add(s)
                     todo.append(s)
+    deadline.check("the JSON Schema rules")
     seen = set()
     out = []
-    for r in rules:
+    for r in checked(rules):
         if r.lhs in reachable and r not in seen:
             seen.add(r)
             out.append(r)
