@@ -148,7 +148,8 @@ class Deadline:
     ``seconds`` None means no limit. Cooperative: nothing is interrupted between checks. A compile stopped
     by its deadline still has to let go of what it built before its caller sees the error (1.9 million objects, a
     big schema's shapes, take 0.15 s to free), so a check counts that too: the objects the compile holds are the
-    collector's allocation count, which grows while :mod:`grammask.gc_pause` keeps the collector off.
+    collector's allocation count, which grows while :mod:`grammask.gc_pause` keeps the collector off (process-wide:
+    compiles on other threads count too, which only makes the check earlier).
     """
 
     def __init__(self, seconds: float | None, grammar: str = "grammar"):
