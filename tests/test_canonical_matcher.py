@@ -321,10 +321,10 @@ def test_bounded_regex_mask_holds_only_tokens_proven_alive():
     matcher.plain.fill_mask(row)
     row[: len(relation.allowed_words(matcher.relation_state))] &= relation.allowed_words(matcher.relation_state)
     before = set(np.flatnonzero(np.unpackbits(row.view(np.uint8), bitorder="little")).tolist())
-    product.restrict(row, matcher._lexstate, matcher.relation_state)
+    product.restrict(row, matcher.plain.lexer_state, matcher.relation_state)
     kept = set(np.flatnonzero(np.unpackbits(row.view(np.uint8), bitorder="little")).tolist())
     assert kept and product.left_out > 1000 and len(kept) < len(before)
-    targets = product.successors(matcher._lexstate)[1]
+    targets = product.successors(matcher.plain.lexer_state)[1]
     for t in sorted(kept)[:40]:
         assert product.alive(targets[t], relation.step(matcher.relation_state, t))
         assert matcher.accept_token(t)

@@ -104,7 +104,7 @@ class RegexProduct:
         self._search_limit = search_limit
         self._empty_ok = compiled.matcher().is_accepting()
         self._distance = _distance_to_accept(engine.lexer.trans, engine.lexer.accept)
-        self._succ: dict[int, tuple[list[int], dict[int, int]]] = {}
+        self._succ: dict[int, tuple[list[int], dict[int, int], np.ndarray, np.ndarray]] = {}
         self._alive: dict[tuple[int, int], bool] = {}
         self._masks: OrderedDict[tuple[int, int], np.ndarray] = OrderedDict()
         self.undecided = 0
@@ -136,27 +136,27 @@ class RegexProduct:
         keep = self._masks.get(key)
         if keep is None:
             bits = np.unpackbits(row.view(np.uint8), bitorder="little").astype(bool)
-            candidates = np.flatnonzero(bits).tolist()
-            ends = np.zeros(0, dtype=np.uint8)
+            candidates = np.flatnonzero(bits)
+            after = self._after(q, candidates)  # -1: not read from q (EOS, which the caller sets itself)
+            complete = np.zeros(len(candidates), dtype=bool)  # a complete match the relation may end on: kept
             if len(candidates) > _FEW_STEPS:  # the relation's answer for every token beats many steps
-                ends = np.unpackbits(self._relation.ending_words(r).view(np.uint8), bitorder="little")
-            _, targets = self.successors(q)
-            matched = self._lexer.accept
-            searches = self.mask_searches
-            kept = self.accepting(q, r)  # EOS
-            for t in candidates:
-                q2 = targets.get(t)  # None only for EOS, which the caller sets itself
-                if q2 is not None and matched[q2] >= 0 and t < len(ends) and ends[t]:
-                    kept = True
-                    continue  # a complete match the relation may end on
-                if q2 is not None and searches <= 0 and kept:
-                    self.left_out += 1  # past this mask's searches: never kept unproven
-                    bits[t] = False
-                    continue
-                searches -= 1
-                r2 = NOT_CANONICAL if q2 is None else self._relation.step(r, t)
+                ends = np.unpackbits(self._relation.ending_words(r).view(np.uint8), bitorder="little").astype(bool)
+                inside = (after >= 0) & (candidates < len(ends))
+                complete[inside] = (self._lexer.accept[after[inside]] >= 0) & ends[candidates[inside]]
+            kept = self.accepting(q, r) or bool(complete.any())  # EOS, or one of those
+            rest = np.flatnonzero(~complete)
+            searched = 0
+            for i in rest.tolist():
+                if searched >= self.mask_searches and kept:
+                    break
+                searched += 1
+                t, q2 = int(candidates[i]), int(after[i])
+                r2 = NOT_CANONICAL if q2 < 0 else self._relation.step(r, t)
                 bits[t] = r2 != NOT_CANONICAL and self.alive(q2, r2)
                 kept = kept or bits[t]
+            unsearched = rest[searched:]  # past this mask's searches: never kept unproven
+            bits[candidates[unsearched]] = False
+            self.left_out += int((after[unsearched] >= 0).sum())
             keep = bool_to_bitmask(bits)[: row.shape[-1]]
             self._masks[key] = keep
             if len(self._masks) > _REMEMBERED_MASKS:
@@ -177,9 +177,19 @@ class RegexProduct:
             keep = seq == 0
             ids, ends = trie.token_ids[entries[keep]], end[keep]
             order = np.lexsort((ids, self._distance[ends]))
-            found = (ids[order].tolist(), dict(zip(ids.tolist(), ends.tolist())))
+            by_id = np.argsort(ids, kind="stable")
+            found = (ids[order].tolist(), dict(zip(ids.tolist(), ends.tolist())), ids[by_id], ends[by_id])
             self._succ[q] = found
-        return found
+        return found[0], found[1]
+
+    def _after(self, q: int, tokens: np.ndarray) -> np.ndarray:
+        """Per token of ``tokens``: the lexer state it leaves from ``q`` (-1 where it is not read from ``q``)."""
+        self.successors(q)
+        ids, ends = self._succ[q][2:]
+        if not len(ids):
+            return np.full(len(tokens), -1, dtype=np.int64)
+        at = np.minimum(np.searchsorted(ids, tokens), len(ids) - 1)
+        return np.where(ids[at] == tokens, ends[at], -1).astype(np.int64)
 
     def token_groups(self, q: int) -> list[list[int]]:
         """The tokens readable from lexer state ``q``, in groups that leave the same lexer state."""
@@ -402,8 +412,10 @@ class ForcedTextCheck:
         if q <= 0:
             return False  # nothing pending (0) or after EOS
         term = int(self._engine.lexer.accept[q])
-        if term < 0 or not self._exact_groups:
-            return term < 0
+        if term < 0:
+            return True
+        if not self._exact_groups:
+            return False  # what the parser takes there depends on the indentation or count context too
         parser_term = int(self._engine.parser_term[term])
         return parser_term >= 0 and self._runner.feed(stack, parser_term) is None
 
@@ -499,8 +511,8 @@ class CanonicalMatcher(TokenSteps):
     ``compiled.matcher(canonical=True)``; the operations are those of :class:`~grammask.matcher.Matcher`.
     """
 
-    __slots__ = ("_budget", "_eos", "_forced", "_history", "_lexstate", "_matcher", "_product", "_relation", "_rows",
-                 "_state", "_witness", "compiled")
+    __slots__ = ("_budget", "_eos", "_forced", "_history", "_matcher", "_product", "_relation", "_rows", "_state",
+                 "_witness", "compiled")
 
     def __init__(self, compiled: CompiledGrammar, relation: CanonicalRelation, product: RegexProduct | None,
                  forced: ForcedTextCheck | None = None, max_tokens: int | None = None, prefix: str | bytes = ""):
@@ -514,14 +526,13 @@ class CanonicalMatcher(TokenSteps):
         self._forced = forced
         self._rows = (product or forced).rows
         self._state = relation.start_state()
-        self._lexstate = self._matcher.lexer_state  # the regex's lexer state (read with a product only)
-        self._history: list[tuple[int, int, list[int] | None]] = []
+        self._history: list[tuple[int, list[int] | None]] = []
         self._eos = sorted(compiled.vocab.eos_ids)
         self._budget: CanonicalBudget | None = None
         self._witness: list[int] | None = None
         if product is not None:
             with relation.lock:
-                if not product.alive(self._lexstate, self._state):
+                if not product.alive(self._matcher.lexer_state, self._state):
                     after = f" after the prefix {prefix!r}" if prefix else ""
                     raise CanonicalError(
                         f"no string of {compiled.grammar.name!r} has a canonical tokenization with {compiled.vocab.name}"
@@ -591,7 +602,7 @@ class CanonicalMatcher(TokenSteps):
         """
         plain = self._matcher
         key = None
-        if self._budget is None and plain.max_tokens is None and not plain.is_terminated():
+        if plain.max_tokens is None and not plain.is_terminated():  # unbudgeted (a canonical budget has a plain one)
             key = (plain.state_key, self._state)  # the row is a function of these (remembered in ``rows``)
             made = self._rows.get(key)
             if made is not None and made.shape == row.shape:
@@ -613,7 +624,7 @@ class CanonicalMatcher(TokenSteps):
                 row[:n] &= allowed[:n]
                 row[n:] = 0
             if self._product is not None:
-                self._product.restrict(row, self._lexstate, self._state)
+                self._product.restrict(row, plain.lexer_state, self._state)
             elif self._forced is not None:
                 self._forced.restrict(row, self._matcher, self._state)
             if eos and self._relation.can_end(self._state):
@@ -648,15 +659,14 @@ class CanonicalMatcher(TokenSteps):
                     raise TokenRejectedError(token_id, "(EOS) is not allowed: the tokens are not the tokenizer's "
                                              "encoding of the text")
                 self._matcher.advance(token_id)
-                self._history.append((self._state, self._lexstate, self._witness))
+                self._history.append((self._state, self._witness))
                 return
             witness = self._budgeted_witness(token_id) if self._budget is not None else None
             after = rel.step(self._state, token_id)
             if after == NOT_CANONICAL:
                 raise TokenRejectedError(token_id, "is not allowed: the tokenizer would not write the text this way")
-            lexstate = self._lexstate
             if self._product is not None:
-                lexstate = self._product.successors(self._lexstate)[1].get(token_id, -1)
+                lexstate = self._product.successors(self._matcher.lexer_state)[1].get(token_id, -1)
                 if lexstate >= 0 and not self._product.alive(lexstate, after):
                     raise TokenRejectedError(token_id, "is not allowed: no string of the regex goes on from it in "
                                              "the tokenizer's own encoding")
@@ -664,8 +674,8 @@ class CanonicalMatcher(TokenSteps):
                 raise TokenRejectedError(token_id, "is not allowed: every way the grammar goes on from it leaves "
                                          "the tokenizer's own encoding")
             self._matcher.advance(token_id)
-            self._history.append((self._state, self._lexstate, self._witness))
-            self._state, self._lexstate = after, lexstate
+            self._history.append((self._state, self._witness))
+            self._state = after
             if self._budget is not None:
                 self._witness = witness if witness is not None else self._budget.witness_after(
                     self, self._budget.limit - self.num_tokens)
@@ -690,7 +700,7 @@ class CanonicalMatcher(TokenSteps):
         """
         self._matcher.rollback(k)
         if k:
-            self._state, self._lexstate, self._witness = self._history[-k]
+            self._state, self._witness = self._history[-k]
             del self._history[-k:]
 
     def fork(self) -> CanonicalMatcher:

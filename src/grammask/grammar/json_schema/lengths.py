@@ -23,9 +23,14 @@ def dense(dfa: CharDFA) -> tuple[np.ndarray, np.ndarray]:
     for q, row in enumerate(dfa.rows):
         for lo, hi, t in row:
             trans[q, where[lo] : where[hi + 1]] = t
+    return trans, _accepting(dfa)
+
+
+def _accepting(dfa: CharDFA) -> np.ndarray:
+    """The automaton's accepting states as a bool row."""
     accepting = np.zeros(dfa.n_states, dtype=bool)
     accepting[list(dfa.accepting)] = True
-    return trans, accepting
+    return accepting
 
 
 def char_free(dfa: CharDFA) -> bool:
@@ -47,8 +52,7 @@ def has_length(dfa: CharDFA, lo: int, hi: int | None, deadline: Deadline = NO_DE
     n = dfa.n_states
     sources = np.fromiter((q for q, row in enumerate(dfa.rows) for _ in row), dtype=np.int64)
     targets = np.fromiter((t for row in dfa.rows for _, _, t in row), dtype=np.int64)
-    accepting = np.zeros(n, dtype=bool)
-    accepting[list(dfa.accepting)] = True
+    accepting = _accepting(dfa)
     reach = np.zeros(n, dtype=bool)
     reach[0] = True
     seen: dict[bytes, int] = {}
