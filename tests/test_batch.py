@@ -7,6 +7,7 @@ import os
 import random
 import threading
 from pathlib import Path
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -300,7 +301,7 @@ def test_gate_holds_waiters_until_open():
 
 @pytest.mark.skipif(not hasattr(os, "sched_setaffinity") or len(os.sched_getaffinity(0)) < 2,
                     reason="needs CPU affinity and two CPUs")
-def test_pool_threads_steered_off_the_callers_cpu_then_given_back_their_cpus():
+def test_pool_threads_and_caller_kept_apart_for_a_call_then_given_back_their_cpus():
     from grammask import batch
 
     allowed = os.sched_getaffinity(0)
@@ -309,18 +310,21 @@ def test_pool_threads_steered_off_the_callers_cpu_then_given_back_their_cpus():
 
     def thread() -> None:
         go.wait()
-        seen.append(os.sched_getaffinity(0))
         gate = batch._Gate()
+        groups = [SimpleNamespace(help=lambda: seen.append(os.sched_getaffinity(0)))]  # its CPUs while it fills
         gate.open()
-        batch._help([], gate, allowed)  # what a pool thread runs first
+        batch._help(groups, gate, allowed)  # a pool thread's part of a call
         seen.append(os.sched_getaffinity(0))
 
     t = threading.Thread(target=thread)
     t.start()
-    batch._steer([t.native_id], cpu)
+    batch._steer([t.native_id], allowed - {cpu})
     go.set()
     t.join(5)
     assert seen == [allowed - {cpu}, allowed]
+    with batch._pinned(cpu, allowed):
+        assert os.sched_getaffinity(0) == {cpu}
+    assert os.sched_getaffinity(0) == allowed
 
 
 def test_eos_decided_in_python_where_the_kernel_cannot(monkeypatch):

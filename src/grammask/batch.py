@@ -6,9 +6,10 @@ changed since its last mask reuses it; for the others it looks up the pair of le
 state (building the state's tables if need be) and plans the row (the stack's top states when the pair
 has stack-dependent classes or the end of input may be accepted: the lexer state's end terminals are
 looked up, not fed), publishing the rows a few at a time, per compiled grammar and tables, while
-``n - 1`` pool threads (``threads=n``, woken at the start of the call, and barred from the caller's CPU
-before that: a guest OS otherwise wakes them on it even with another CPU idle, and the two threads
-share one CPU) already fill them in a ``nogil`` Numba kernel: a thread takes the next published row
+``n - 1`` pool threads (``threads=n``, woken at the start of the call; for the call they are barred from
+the caller's CPU and the caller is kept on it: a guest OS otherwise wakes a thread on the CPU of the
+thread that wakes it or hands it the GIL, even with another CPU idle, and two threads share one CPU)
+already fill them in a ``nogil`` Numba kernel: a thread takes the next published row
 by an atomic compare-and-swap (:mod:`grammask.atomics`), copies the pair's precomputed mask into the
 matcher's memo row, adds the marked classes the stack accepts and EOS where the stack takes the end
 terminals, and copies the row into the bitmask once planning has succeeded (rows filled before, after
@@ -31,7 +32,7 @@ import os
 import queue
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import TYPE_CHECKING
 
 import numba as nb
@@ -85,6 +86,14 @@ _SPIN_FILLED = 1 << 20
 _SLEEP = 1e-4
 
 
+@nb.njit(cache=True, nogil=True, inline="always")
+def _copy_words(dst, src):
+    """``dst[:] = src`` for two rows of mask words (Numba's slice assignment checks for overlap and copies through
+    a temporary array: five times slower)."""
+    for w in range(dst.shape[0]):
+        dst[w] = src[w]
+
+
 @nb.njit(cache=True, nogil=True)
 def _fill_row(i, plan, states, n_unknown, memo, tables, stack_room, scratch):
     """Fill ``memo[i]``: the pair's mask, its marked classes the stack accepts (:func:`add_marked_classes`), EOS
@@ -100,7 +109,7 @@ def _fill_row(i, plan, states, n_unknown, memo, tables, stack_room, scratch):
     if pair < 0:
         row[:] = 0
     else:
-        row[:] = masks[pair_mask[pair]]
+        _copy_words(row, masks[pair_mask[pair]])
         a, b = plan[i, _STATES_A], plan[i, _STATES_B]
         stack = stack_room[: b - a]  # bottom first
         for k in range(b - a):
@@ -141,7 +150,7 @@ def _work(ctl, spin, bitmask, plan, states, n_unknown, memo, flags, tables):
                 if _fill_row(i, plan, states, n_unknown, memo, tables, stack_room, scratch):
                     atomic_add(ctl, _LEFT, 1)
                 if atomic_load(ctl, _VALID):
-                    bitmask[plan[i, _ROW]] = memo[i]
+                    _copy_words(bitmask[plan[i, _ROW]], memo[i])
                     atomic_store(flags, i, _COPIED_OUT)
                 else:
                     atomic_store(flags, i, _IN_MEMO)
@@ -175,7 +184,7 @@ def _copy_out(ctl, bitmask, plan, memo, flags):
                 if k % _YIELD_EVERY == 0:
                     yield_cpu()
             if atomic_load(flags, j) == _IN_MEMO:
-                bitmask[plan[j, _ROW]] = memo[j]
+                _copy_words(bitmask[plan[j, _ROW]], memo[j])
             atomic_add(ctl, _COPIED, 1)
 
 
@@ -206,15 +215,15 @@ class _Pool:
         self._lock = threading.Lock()
         self._ids: list[int] = []  # the threads' native ids
 
-    def run(self, fn: Callable[[], None], n: int, avoid: int = -1) -> None:
-        """Have ``n`` pool threads run ``fn`` (each once), starting threads if fewer are there, steered off CPU
-        ``avoid`` (the caller's; see :func:`_steer`)."""
+    def run(self, fn: Callable[[], None], n: int, cpus: set[int] | None = None) -> None:
+        """Have ``n`` pool threads run ``fn`` (each once), starting threads if fewer are there, kept on ``cpus`` (the
+        caller's but its own; see :func:`_steer`)."""
         if self._size < n:
             with self._lock:
                 while self._size < n:
                     threading.Thread(target=self._serve, name=f"grammask-masks-{self._size}", daemon=True).start()
                     self._size += 1
-        _steer(self._ids, avoid)
+        _steer(self._ids, cpus)
         for _ in range(n):
             self._queue.put(fn)
 
@@ -374,30 +383,47 @@ def _current_cpu() -> int:
     return -1 if _sched_getcpu is None else _sched_getcpu()
 
 
-def _steer(threads: list[int], cpu: int) -> None:
-    """Keep the ``threads`` (native ids) off CPU ``cpu`` until each restores its CPUs (:func:`_help`).
+def _steer(threads: list[int], cpus: set[int] | None) -> None:
+    """Keep the ``threads`` (native ids) on ``cpus`` (if any: the caller's CPUs but its own) until each restores its
+    CPUs (at the end of :func:`_help`).
 
     A woken thread is often put on the CPU of the thread that woke it, even where another is idle (a guest
     OS sees a halted virtual CPU as busy): a pool thread would then only run when the caller waits, and
     two threads would share one CPU. Barred from the caller's CPU before it is woken, it wakes on another.
     """
-    if cpu < 0:
-        return
-    allowed = os.sched_getaffinity(0)
-    if len(allowed) > 1:
+    if cpus:
         for thread in threads:
             with contextlib.suppress(OSError):  # a thread that ended
-                os.sched_setaffinity(thread, allowed - {cpu})
+                os.sched_setaffinity(thread, cpus)
+
+
+@contextlib.contextmanager
+def _pinned(cpu: int, cpus: set[int] | None) -> Iterator[None]:
+    """Keep the calling thread on CPU ``cpu`` meanwhile, then give it back its ``cpus`` (nothing where it has one CPU
+    or the OS does not say which it runs on). The pool threads are barred from that CPU (:func:`_steer`); a thread
+    that waits for the GIL is woken on the CPU of the thread that hands it over, so without this the caller would
+    follow a pool thread onto its CPU the first time it waits for the GIL."""
+    if cpus is None or len(cpus) < 2:
+        yield
+        return
+    os.sched_setaffinity(0, {cpu})
+    try:
+        yield
+    finally:
+        os.sched_setaffinity(0, cpus)
 
 
 def _help(groups: list[_Group], started: _Gate, cpus: set[int] | None) -> None:
-    """A pool thread's part of one call: take back the ``cpus`` :func:`_steer` barred it from (that does not move
-    it), then help fill each group, the first as soon as there is one."""
-    if cpus is not None:
-        os.sched_setaffinity(0, cpus)
-    started.wait()
-    for group in groups:
-        group.help()
+    """A pool thread's part of one call: help fill each group, the first as soon as there is one, then take back
+    the ``cpus`` :func:`_steer` barred it from. Not before: a thread that sleeps on a lock (``started``, a group's
+    planning) is woken on the CPU of the thread that opens it where it may, and two threads would share one CPU."""
+    try:
+        started.wait()
+        for group in groups:
+            group.help()
+    finally:
+        if cpus is not None:
+            os.sched_setaffinity(0, cpus)
 
 
 def _plan(matchers: Sequence[Matcher], rows: Sequence[int], bitmask: np.ndarray, helpers: int, started: _Gate,
@@ -507,18 +533,19 @@ def fill_masks(matchers: Sequence[Matcher], bitmask: np.ndarray, indices: Sequen
     rows = _check_args(matchers, bitmask, indices, threads)
     helpers = max(0, min(threads, len(matchers)) - 1)
     started, groups = _Gate(), []  # pool threads are woken first, so that they are ready when rows are
-    if helpers:
-        cpu = _current_cpu()
-        cpus = None if cpu < 0 else os.sched_getaffinity(0)
-        _pool.run(lambda: _help(groups, started, cpus), helpers, cpu)
-    failed = True
-    try:
-        memo, own, budgeted = _plan(matchers, rows, bitmask, helpers, started, groups)
-        failed = False
-    finally:
-        started.open()
-        for group in groups:
-            group.fill(failed)
+    cpu = _current_cpu() if helpers else -1
+    cpus = None if cpu < 0 else os.sched_getaffinity(0)
+    with _pinned(cpu, cpus):
+        if helpers:
+            _pool.run(lambda: _help(groups, started, cpus), helpers, None if cpus is None else cpus - {cpu})
+        failed = True
+        try:
+            memo, own, budgeted = _plan(matchers, rows, bitmask, helpers, started, groups)
+            failed = False
+        finally:
+            started.open()
+            for group in groups:
+                group.fill(failed)
     for group in groups:
         group.finish(bitmask)
     for m, row in memo:
