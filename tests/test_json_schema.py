@@ -380,6 +380,29 @@ class _PassesAfter(Deadline):
             raise CompileTimeoutError("g", phase, 1.0)
 
 
+def test_family_overlaps_check_the_deadline_inside_the_languages_questions():
+    """Closing a family hands its deadline to each intersection and inclusion question (two schemas spent 0.28 s
+    inside one inclusion question between two checks)."""
+    from grammask.grammar.json_schema.family import Family
+
+    languages = [StringSet.regular(parse_pattern(p)) for p in (r"[a-z]{1,9}@[a-z]{2,9}\.(com|org|net)",
+                                                                 r"[a-m]+@[a-z]+\.[a-z]{3}", r"[a-z]+[0-9]*")]
+
+    def close(deadline: Deadline) -> set:
+        family = Family(deadline)
+        for language in languages:
+            family.add(language)
+        family.close()
+        return set(family.members)
+
+    counter = _PassesAfter(1 << 30)
+    expected = close(NO_DEADLINE)
+    assert close(counter) == expected and len(expected) > len(languages)
+    assert "the JSON Schema string languages" in counter.phases  # checked inside the questions, not only between
+    with pytest.raises(CompileTimeoutError):
+        close(_PassesAfter(len(counter.phases) - 2))
+
+
 @pytest.mark.parametrize("operation", ["intersect", "minus", "is_subset", "cut", "to_ast"])
 def test_string_language_operations_check_the_deadline(operation):
     """Products, minimizing, length questions and the way back to a regex check the deadline (a schema's products

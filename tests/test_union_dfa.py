@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import re
 import time
+from itertools import pairwise
 
 import numpy as np
 import pytest
@@ -75,3 +76,18 @@ def test_a_passed_deadline_stops_the_construction() -> None:
     time.sleep(0.001)
     with pytest.raises(CompileTimeoutError, match="subset construction"):
         union_dfa(nfas_of([("ab", "ab"), ("ac", "ac")]), deadline)
+
+
+def test_successors_and_components_in_blocks_as_in_one_piece_and_checked():
+    """Successor lists and components are made 4,096 states at a time (with a deadline check before each block):
+    the same as from the whole table at once."""
+    from grammask.automata.dfa import _successors, _tarjan, components, successors
+
+    rng = np.random.default_rng(5)
+    trans = rng.integers(-1, 10_000, size=(10_000, 7)).astype(np.int32)
+    trans[:, 3:] = trans[:, :1]  # repeated targets: each is listed once
+    indptr, targets = _successors(trans)
+    assert successors(trans) == [targets[a:b].tolist() for a, b in pairwise(indptr)]
+    assert (components(trans) == _tarjan(indptr.astype(np.int64), targets.astype(np.int64))).all()
+    with pytest.raises(CompileTimeoutError, match="cycles"):
+        successors(trans, Deadline(0.0, "g"))

@@ -610,8 +610,10 @@ class _StateBuilder:
         class_arrays = (grow["class_seq_ptr"].data, grow["class_seq_terms"].data, grow["class_follow"].data,
                         t.follow_ptr, t.follow_terms, t.follow_any)
         candidates = self._candidates(q)
+        self.check("the token verdicts")
         verdicts = np.empty((len(candidates), len(found.classes)), dtype=np.int8)
         check_classes_on_tops(*lr, candidates, found.classes, lcp, *class_arrays, verdicts)
+        self.check("the token verdicts")
         big = np.nonzero(found.sizes >= _REFINE_SIZE)[0]
         if len(big):
             clock_refine = time.perf_counter()

@@ -274,10 +274,24 @@ def _coarsest_stable_partition(initial: np.ndarray, columns: np.ndarray, deadlin
         n_blocks = int(block.max()) + 1
 
 
-def successors(trans: np.ndarray) -> list[list[int]]:
-    """Per state of a transition table (-1: none), its distinct successor states."""
-    indptr, targets = _successors(trans)
+def successors(trans: np.ndarray, deadline: Deadline = NO_DEADLINE) -> list[list[int]]:
+    """Per state of a transition table (-1: none), its distinct successor states (``deadline`` as in
+    :func:`_successors_checked`)."""
+    indptr, targets = _successors_checked(trans, deadline)
     return [targets[a:b].tolist() for a, b in zip(indptr[:-1].tolist(), indptr[1:].tolist())]
+
+
+def _successors_checked(trans: np.ndarray, deadline: Deadline) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`_successors` made 4,096 states at a time, ``deadline`` checked before each block (a lexer's table can
+    have 10^5 states and thousands of classes)."""
+    ptrs, parts, done = [np.zeros(1, dtype=np.int64)], [], 0
+    for lo in range(0, len(trans), 4096):
+        deadline.check("the automaton's cycles")
+        indptr, targets = _successors(trans[lo : lo + 4096])
+        ptrs.append(indptr[1:] + done)
+        parts.append(targets)
+        done += len(targets)
+    return np.concatenate(ptrs), np.concatenate(parts) if parts else np.zeros(0, dtype=trans.dtype)
 
 
 def components(trans: np.ndarray, deadline: Deadline = NO_DEADLINE) -> np.ndarray:
@@ -287,8 +301,8 @@ def components(trans: np.ndarray, deadline: Deadline = NO_DEADLINE) -> np.ndarra
 
     Raises :class:`~grammask.errors.CompileTimeoutError` once ``deadline`` has passed.
     """
+    indptr, targets = _successors_checked(trans, deadline)
     deadline.check("the automaton's cycles")
-    indptr, targets = _successors(trans)
     return _tarjan(indptr.astype(np.int64), targets.astype(np.int64))
 
 

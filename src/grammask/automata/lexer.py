@@ -333,6 +333,7 @@ def build_lexer(grammar: Grammar, deadline: Deadline | None = None) -> LexerAuto
     if any(t.count is not None for t in terminals):
         made = _with_counts(grammar, trans, matches, rank, bool(trailing), deadline)
         trans, accept, matches, counter = made.trans, made.accept, made.matches, made.tables
+        deadline.check("the lexer's tables")
         reach = np.hstack([trans, counter.crossings(trans)])  # a pending lexeme may move up a level
     deadline.check("the lexer's tables")
     produce = producible(reach, accept, len(terminals), deadline)
@@ -622,8 +623,7 @@ def reach_union(trans: np.ndarray, rows: np.ndarray, deadline: Deadline = NO_DEA
     if rows.size == 0:
         return rows.copy()
     bits = _pack(rows, deadline)
-    deadline.check("the lexer's tables")
-    succ = successors(trans)
+    succ = successors(trans, deadline)
     return _unpack(_reach_bits(trans, succ, bits, deadline), rows.shape[1], deadline)
 
 
@@ -678,6 +678,8 @@ def _reach_bits(trans: np.ndarray, succ: list[list[int]], bits: list[int], deadl
         members[c].append(q)
     reach = [0] * len(members)
     for c, states in enumerate(members):
+        if c % 4096 == 0:
+            deadline.check("the lexer's tables")
         union = 0
         for q in states:
             union |= bits[q]

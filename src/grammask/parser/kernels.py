@@ -410,7 +410,6 @@ def exposed_states(action: np.ndarray, goto: np.ndarray, rule_len: np.ndarray, r
     ``check`` (a deadline's) is called before each rule (a big grammar's rule costs milliseconds).
     """
     n_states = action.shape[0]
-    shift = np.where(action[:, :n_terms] >= 0, action[:, :n_terms], -1)
     key_of_rule = np.zeros(len(rule_len), dtype=np.int64)
     np.cumsum(rule_len[:-1], out=key_of_rule[1:])
     starts = np.cumsum(rule_len) - rule_len
@@ -424,15 +423,14 @@ def exposed_states(action: np.ndarray, goto: np.ndarray, rule_len: np.ndarray, r
         for j in range(1, int(rule_len[r]) + 1):
             sym = int(rule_rhs[starts[r] + j - 1])
             ok = cur >= 0
-            column = shift[:, sym] if sym < n_terms else goto[:, sym - n_terms]
+            column = action[:, sym] if sym < n_terms else goto[:, sym - n_terms]  # a shift is its target, >= 0
             cur = np.where(ok, column[np.maximum(cur, 0)], -1)
             hit = np.nonzero(cur >= 0)[0]
-            keys = (key_of_rule[r] + j - 1) * n_states + cur[hit]
-            chunks_key.append(keys)
-            chunks_u.append(hit)
+            # Keys of one (r, j) lie above those of the (r, j) before: sorting each run by p sorts them all.
+            by_p = np.argsort(cur[hit], kind="stable")
+            chunks_key.append((key_of_rule[r] + j - 1) * n_states + cur[hit][by_p])
+            chunks_u.append(hit[by_p])
     keys = np.concatenate(chunks_key) if chunks_key else np.zeros(0, dtype=np.int64)
     us = np.concatenate(chunks_u) if chunks_u else np.zeros(0, dtype=np.int64)
-    order = np.argsort(keys, kind="stable")
-    keys = keys[order]
     first = np.flatnonzero(np.concatenate([[True], keys[1:] != keys[:-1]])) if len(keys) else np.zeros(0, np.int64)
-    return key_of_rule, keys[first], np.append(first, len(keys)).astype(np.int64), us[order].astype(np.int32)
+    return key_of_rule, keys[first], np.append(first, len(keys)).astype(np.int64), us.astype(np.int32)

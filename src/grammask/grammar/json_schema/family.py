@@ -16,11 +16,14 @@ from grammask.errors import NO_DEADLINE, Deadline
 
 
 class Language(Protocol):
+    """A language of lexemes; its questions raise :class:`~grammask.errors.CompileTimeoutError` once ``deadline`` has
+    passed."""
+
     key: tuple
 
-    def intersect(self, other): ...
+    def intersect(self, other, deadline: Deadline = NO_DEADLINE): ...
 
-    def is_subset(self, other) -> bool: ...
+    def is_subset(self, other, deadline: Deadline = NO_DEADLINE) -> bool: ...
 
     def is_empty(self) -> bool: ...
 
@@ -28,8 +31,8 @@ class Language(Protocol):
 class Family:
     """Languages keyed by :attr:`Language.key`, closed under intersection by :meth:`close`.
 
-    ``deadline`` is checked before each pair of languages is compared or intersected (raises
-    :class:`~grammask.errors.CompileTimeoutError` once it has passed).
+    ``deadline`` is checked before each pair of languages is compared or intersected, and by the languages'
+    questions (raises :class:`~grammask.errors.CompileTimeoutError` once it has passed).
     """
 
     def __init__(self, deadline: Deadline = NO_DEADLINE) -> None:
@@ -54,7 +57,7 @@ class Family:
         found = self._subset.get((a, b))
         if found is None:
             self.deadline.check("the overlaps of the JSON Schema's languages")
-            found = a == b or self.members[a].is_subset(self.members[b])
+            found = a == b or self.members[a].is_subset(self.members[b], self.deadline)
             self._subset[(a, b)] = found
         return found
 
@@ -69,7 +72,7 @@ class Family:
                 self.deadline.check("the overlaps of the JSON Schema's languages")
                 if self.subset(a, b) or self.subset(b, a):
                     continue
-                both = self.members[a].intersect(self.members[b])
+                both = self.members[a].intersect(self.members[b], self.deadline)
                 if not both.is_empty() and both.key not in self.members:
                     self.members[both.key] = both
                     pending.append(both.key)

@@ -20,6 +20,7 @@ from decimal import Decimal
 from fractions import Fraction
 from functools import lru_cache
 
+from grammask.errors import NO_DEADLINE, Deadline
 from grammask.grammar.json_schema.automaton import dfa_from_ast, dfa_to_ast, product
 from grammask.grammar.json_schema.digits import (
     decimal_digit,
@@ -179,7 +180,9 @@ class NumberSet:
     def is_empty(self) -> bool:
         return not self.parts
 
-    def intersect(self, other: NumberSet) -> NumberSet:
+    def intersect(self, other: NumberSet, deadline: Deadline = NO_DEADLINE) -> NumberSet:
+        """The numbers in both (``deadline``: as :class:`~grammask.grammar.json_schema.family.Language`'s, unused:
+        interval arithmetic takes no long steps)."""
         mine, theirs = self.forms(), other.forms()
         return NumberSet.of(
             {
@@ -201,7 +204,8 @@ class NumberSet:
             out[form] = _complement(mine.get(form, ()))
         return NumberSet.of(out)
 
-    def is_subset(self, other: NumberSet) -> bool:
+    def is_subset(self, other: NumberSet, deadline: Deadline = NO_DEADLINE) -> bool:
+        """Whether every number is in ``other`` (``deadline`` unused, as in :meth:`intersect`)."""
         return self.minus_empty(other)
 
     def minus_empty(self, other: NumberSet) -> bool:
