@@ -287,6 +287,7 @@ class ForcedTextCheck:
         self._allowed_memo: OrderedDict[tuple, np.ndarray] = OrderedDict()
         self._dead_memo: OrderedDict[tuple, bool] = OrderedDict()
         self._verdicts: OrderedDict[tuple, list[int]] = OrderedDict()
+        self._steps: OrderedDict[tuple, Matcher | None] = OrderedDict()
         self.cleared = 0
         self._recent: list[int] = []  # canonical continuations found lately: tried first
         self.rows = MaskRows()
@@ -303,7 +304,7 @@ class ForcedTextCheck:
             for _, terminals, tokens in self._tokens_by_end(matcher.lexer_state):
                 if self._exact_groups and terminals and self._runner.feed_all(matcher.stack, terminals) is None:
                     continue
-                present = [t for t in tokens if row[t >> 5] >> (t & 31) & 1]
+                present = _set_in(row, tokens)
                 if not present or len(tokens) > self._probes:
                     continue
                 for probe, same in self._by_state(matcher, present):
@@ -369,7 +370,7 @@ class ForcedTextCheck:
             return False
         if allowed is None:
             allowed = self._allowed(probe)
-        recent = [u for u in self._recent if _holds(allowed, u)]
+        recent = _among(allowed, self._recent)
         first = allowed[: self._few].tolist()
         for u in itertools.chain(recent, first):
             if self._goes_on(probe, u, r, depth):
@@ -397,9 +398,22 @@ class ForcedTextCheck:
 
     def _continued(self, probe: Matcher, u: int, after: int, depth: int) -> bool:
         """Whether the canonical step ``u`` from ``probe`` is not found dead in turn (only narrow states are searched)."""
+        deeper = self._narrow_after(probe, u)
+        return deeper is None or not self._dead(deeper, after, depth - 1)
+
+    def _narrow_after(self, probe: Matcher, u: int) -> Matcher | None:
+        """A matcher in the grammar state after ``u`` from ``probe``'s where that state is narrow, else None;
+        remembered per (grammar state, token): the tokens of a group try the same continuations."""
+        key = (probe.state_key, u)
+        if key in self._steps:
+            self._steps.move_to_end(key)
+            return self._steps[key]
         deeper = probe.fork()
         deeper.advance(u)
-        return not self._narrow(deeper) or not self._dead(deeper, after, depth - 1)
+        found = self._steps[key] = deeper if self._narrow(deeper) else None
+        if len(self._steps) > _REMEMBERED_MASKS:
+            self._steps.popitem(last=False)
+        return found
 
     def _narrow(self, probe: Matcher) -> bool:
         """Whether few continuations follow ``probe``'s state: its pending lexeme is unfinished, or the grammar forces
@@ -491,10 +505,19 @@ def _distance_to_accept(trans: np.ndarray, accept: np.ndarray) -> np.ndarray:
     return dist
 
 
-def _holds(ids: np.ndarray, token: int) -> bool:
-    """Whether the ascending ``ids`` hold ``token``."""
-    k = int(np.searchsorted(ids, token))
-    return k < len(ids) and int(ids[k]) == token
+def _among(ids: np.ndarray, tokens: list[int]) -> list[int]:
+    """The ``tokens`` the ascending ``ids`` hold, in their order."""
+    if not tokens or not len(ids):
+        return []
+    wanted = np.array(tokens)
+    at = np.minimum(np.searchsorted(ids, wanted), len(ids) - 1)
+    return wanted[ids[at] == wanted].tolist()
+
+
+def _set_in(row: np.ndarray, tokens: list[int]) -> list[int]:
+    """The ``tokens`` whose bit is set in the mask row, in their order."""
+    ids = np.array(tokens)
+    return ids[(row[ids >> 5] >> (ids & 31)) & 1 == 1].tolist()
 
 
 def _popcount(row: np.ndarray) -> int:

@@ -601,7 +601,10 @@ class _StateBuilder:
         plain = self.sup is None and lexer.counter is None and self.newline is None  # a walk hangs on q's row only
         found = self._delta(q) if walk is None and plain else None
         if found is None:
-            found = self._full(q, self._walk(q) if walk is None else walk)
+            if walk is None:
+                walk = self.walked[q] = self._walk(q)
+                self.check("the vocabulary walks and token verdicts")
+            found = self._full(q, walk)
         clock = time.perf_counter()
         t, grow = self.tables, self.tables.grow
         lcp = found.lcp
