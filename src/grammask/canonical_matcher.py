@@ -641,11 +641,17 @@ class CanonicalMatcher(TokenSteps):
             return
         eos = [t for t in self._eos if row[t >> 5] >> (t & 31) & 1]
         with self._relation.lock:
-            if self._product is None or _popcount(row) > _FEW_TOKENS:
+            few = _popcount(row) <= _FEW_TOKENS
+            if not few:
                 allowed = self._relation.allowed_words(self._state)
                 n = min(len(allowed), row.shape[-1])
                 row[:n] &= allowed[:n]
                 row[n:] = 0
+            elif self._product is None:  # the row's tokens alone: a new relation state's whole answer costs ~0.1 s
+                ids = np.flatnonzero(np.unpackbits(row.view(np.uint8), bitorder="little"))
+                keep = np.zeros(row.shape[-1] * 32, dtype=bool)
+                keep[self._relation.allowed_among(self._state, ids)] = True
+                row &= bool_to_bitmask(keep)
             if self._product is not None:
                 self._product.restrict(row, plain.lexer_state, self._state)
             elif self._forced is not None:
