@@ -509,14 +509,14 @@ def _among(ids: np.ndarray, tokens: list[int]) -> list[int]:
     """The ``tokens`` the ascending ``ids`` hold, in their order."""
     if not tokens or not len(ids):
         return []
-    wanted = np.array(tokens)
+    wanted = np.array(tokens, dtype=np.int64)
     at = np.minimum(np.searchsorted(ids, wanted), len(ids) - 1)
     return wanted[ids[at] == wanted].tolist()
 
 
 def _set_in(row: np.ndarray, tokens: list[int]) -> list[int]:
     """The ``tokens`` whose bit is set in the mask row, in their order."""
-    ids = np.array(tokens)
+    ids = np.array(tokens, dtype=np.int64)
     return ids[(row[ids >> 5] >> (ids & 31)) & 1 == 1].tolist()
 
 

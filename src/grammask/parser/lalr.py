@@ -174,13 +174,13 @@ def lalr_tables(rules: list[tuple[int, tuple[int, ...]]], n_terminals: int, n_no
 
     check("the parse tables")
     action = np.empty((n_states + 1, n_terminals + 1), dtype=np.int32)
-    for p in range(n_states + 1):
-        if p % 256 == 0:  # states x terminals can pass 10^8 cells: filling them takes a while
-            check("the parse tables")
-            action[p : p + 256] = ERROR
-        for sym, q in trans[p].items() if p < n_states else ():
-            if sym < base:
-                action[p, sym] = q
+    for lo in range(0, n_states + 1, 256):  # states x terminals can pass 10^8 cells: filling them takes a while
+        check("the parse tables")
+        action[lo : lo + 256] = ERROR
+        for p in range(lo, min(lo + 256, n_states)):
+            for sym, q in trans[p].items():
+                if sym < base:
+                    action[p, sym] = q
     check("the parse tables")
     conflict = _put_reductions(action, lookahead, n_terminals + 1)
     if conflict is not None:
