@@ -186,10 +186,10 @@ class RegexProduct:
         """Per token of ``tokens``: the lexer state it leaves from ``q`` (-1 where it is not read from ``q``)."""
         self.successors(q)
         ids, ends = self._succ[q][2:]
-        if not len(ids):
-            return np.full(len(tokens), -1, dtype=np.int64)
-        at = np.minimum(np.searchsorted(ids, tokens), len(ids) - 1)
-        return np.where(ids[at] == tokens, ends[at], -1).astype(np.int64)
+        at = _positions(ids, tokens)
+        out = np.full(len(tokens), -1, dtype=np.int64)
+        out[at >= 0] = ends[at[at >= 0]]
+        return out
 
     def token_groups(self, q: int) -> list[list[int]]:
         """The tokens readable from lexer state ``q``, in groups that leave the same lexer state."""
@@ -505,13 +505,18 @@ def _distance_to_accept(trans: np.ndarray, accept: np.ndarray) -> np.ndarray:
     return dist
 
 
+def _positions(ids: np.ndarray, tokens: np.ndarray) -> np.ndarray:
+    """Per token of ``tokens``: its index in the ascending ``ids``, or -1 where ``ids`` does not hold it."""
+    if not len(ids):
+        return np.full(len(tokens), -1, dtype=np.int64)
+    at = np.minimum(np.searchsorted(ids, tokens), len(ids) - 1)
+    return np.where(ids[at] == tokens, at, -1)
+
+
 def _among(ids: np.ndarray, tokens: list[int]) -> list[int]:
     """The ``tokens`` the ascending ``ids`` hold, in their order."""
-    if not tokens or not len(ids):
-        return []
     wanted = np.array(tokens, dtype=np.int64)
-    at = np.minimum(np.searchsorted(ids, wanted), len(ids) - 1)
-    return wanted[ids[at] == wanted].tolist()
+    return wanted[_positions(ids, wanted) >= 0].tolist()
 
 
 def _set_in(row: np.ndarray, tokens: list[int]) -> list[int]:
@@ -639,10 +644,9 @@ class CanonicalMatcher(TokenSteps):
                 kept, _ = self._budget.kept(self, self._witness)  # within the unbudgeted mask: see below
             row &= kept[: row.shape[-1]]
             return
-        eos = [t for t in self._eos if row[t >> 5] >> (t & 31) & 1]
+        eos = _set_in(row, self._eos)
         with self._relation.lock:
-            few = _popcount(row) <= _FEW_TOKENS
-            if not few:
+            if _popcount(row) > _FEW_TOKENS:
                 allowed = self._relation.allowed_words(self._state)
                 n = min(len(allowed), row.shape[-1])
                 row[:n] &= allowed[:n]
