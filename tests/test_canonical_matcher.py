@@ -388,7 +388,7 @@ def test_remembered_rows_are_the_rows_made_afresh():
     rows = first._rows
     for t in [*vocab.encode('{"a": [1, 2, {"b": null}], "c": "x y"}'), min(vocab.eos_ids)]:
         made = first.allowed_tokens()
-        assert rows.get((first.plain.state_key, first.relation_state)) is not None
+        assert rows.get(rows.key(first.plain, first.relation_state)) is not None
         fresh._rows = gm.canonical_matcher.MaskRows()
         assert np.array_equal(again.allowed_tokens(), made) and np.array_equal(fresh.allowed_tokens(), made)
         for m in (first, again, fresh):
@@ -396,7 +396,30 @@ def test_remembered_rows_are_the_rows_made_afresh():
     budgeted = compiled.matcher(canonical=True, max_tokens=40)
     budgeted._rows = gm.canonical_matcher.MaskRows()
     budgeted.allowed_tokens()
-    assert budgeted._rows.get((budgeted.plain.state_key, budgeted.relation_state)) is None
+    assert budgeted._rows.get(budgeted._rows.key(budgeted.plain, budgeted.relation_state)) is None
+
+
+@pytest.mark.parametrize("nodes", [16_384, 3])
+def test_row_keys_are_equal_exactly_for_equal_states(nodes):
+    """Keys of remembered rows number the LR stack: two matchers' keys are equal exactly when their grammar states
+    (``state_key``, equal by value) and relation states are, also when the numbering's tables are cleared often."""
+    vocab = get_vocab("smollm2")
+    compiled = gm.compile(gm.Grammar.builtin("json"), vocab)
+    rows = gm.canonical_matcher.MaskRows(nodes=nodes)
+    seen: dict[tuple, tuple] = {}
+    for text in ('{"a": [1, [2, {"b": [3]}]], "c": {"d": []}}', '[[[1], 2], {"a": {"b": {}}}]', '{"c": {"d": []}}'):
+        m = compiled.matcher(canonical=True)
+        for t in vocab.encode(text):
+            state = (m.plain.state_key, m.relation_state)
+            key = rows.key(m.plain, m.relation_state)
+            assert seen.setdefault(key, state) == state
+            m.advance(t)
+    by_state: dict[tuple, set] = {}
+    for key, state in seen.items():
+        by_state.setdefault(state, set()).add(key)
+    assert len(by_state) > 30
+    if nodes > 100:
+        assert all(len(keys) == 1 for keys in by_state.values())
 
 
 def test_forced_check_groups_tokens_by_what_they_leave():

@@ -65,11 +65,45 @@ class _Undecided(Exception):
 class MaskRows:
     """Whole canonical mask rows by (grammar state, relation state), the last ``limit`` made, shared by a grammar's
     canonical matchers: a state met again costs a copy (16 KB a row on Llama-3's vocabulary). Reading needs no
-    lock (a dict lookup); :meth:`put` is called under the relation's lock."""
+    lock (dict lookups); :meth:`put` is called under the relation's lock.
 
-    def __init__(self, limit: int = 512):
+    A key names the LR stack by a number (equal stacks, equal numbers; a number is never given to two stacks), so
+    a lookup neither hashes nor compares a stack chain: a new stack is a node or two on one already numbered.
+    """
+
+    def __init__(self, limit: int = 512, nodes: int = 16_384):
         self._rows: dict[tuple, np.ndarray] = {}
         self._limit = limit
+        self._nodes_limit = nodes
+        self._nodes: dict[int, tuple[tuple, int]] = {}  # id(stack node) -> (the node, kept so its id stays its, number)
+        self._numbers: dict[tuple[int, int], int] = {}  # (LR state, number of the stack below) -> number
+        self._count = itertools.count(1)
+
+    def key(self, matcher: Matcher, r: int) -> tuple:
+        """The key of ``matcher``'s state with relation state ``r``."""
+        lexstate, stack, post, late = matcher.state_key
+        hit = self._nodes.get(id(stack))
+        return lexstate, hit[1] if hit is not None else self._number(stack), post, late, r
+
+    def _number(self, stack: tuple | None) -> int:
+        chain = []
+        node = stack
+        while node is not None:
+            hit = self._nodes.get(id(node))
+            if hit is not None:
+                break
+            chain.append(node)
+            node = node[1]
+        number = 0 if node is None else hit[1]
+        if len(self._nodes) > self._nodes_limit:
+            self._nodes.clear()
+        if len(self._numbers) > self._nodes_limit:
+            self._numbers.clear()  # stacks numbered again get new numbers: old keys only stop matching
+        for node in reversed(chain):
+            known = self._numbers.get((node[0], number))
+            number = known if known is not None else self._numbers.setdefault((node[0], number), next(self._count))
+            self._nodes[id(node)] = (node, number)
+        return number
 
     def get(self, key: tuple) -> np.ndarray | None:
         """The row made for ``key``, or None."""
@@ -631,7 +665,7 @@ class CanonicalMatcher(TokenSteps):
         plain = self._matcher
         key = None
         if plain.max_tokens is None and not plain.is_terminated():  # unbudgeted (a canonical budget has a plain one)
-            key = (plain.state_key, self._state)  # the row is a function of these (remembered in ``rows``)
+            key = self._rows.key(plain, self._state)  # the row is a function of these (remembered in ``rows``)
             made = self._rows.get(key)
             if made is not None and made.shape == row.shape:
                 np.copyto(row, made)
