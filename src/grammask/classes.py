@@ -29,22 +29,44 @@ class StateClasses:
     sizes: np.ndarray  # local class -> number of tokens
 
 
+class GroupScratch:
+    """A hash table of class keys for :func:`group_walk`, reused by the walks of one compile (each leaves it empty):
+    its size follows the tokens of a walk, not the number of possible keys (sequences x follow sets)."""
+
+    def __init__(self) -> None:
+        self.keys = np.full(1024, -1, dtype=np.int64)
+        self.classes = np.empty(1024, dtype=np.int32)
+
+    def room(self, n: int) -> tuple[np.ndarray, np.ndarray, int]:
+        """The table's arrays and hash shift, with room for ``n`` keys at most half full."""
+        if 2 * n > len(self.keys):
+            size = 1 << (2 * n - 1).bit_length()
+            self.keys = np.full(size, -1, dtype=np.int64)
+            self.classes = np.empty(size, dtype=np.int32)
+        return self.keys, self.classes, 64 - (len(self.keys).bit_length() - 1)
+
+
 def group_walk(token_ids: np.ndarray, first: np.ndarray, seq: np.ndarray, ends: np.ndarray, state_follow: np.ndarray,
-               n_follow: int, scratch: np.ndarray, seen: np.ndarray) -> tuple[StateClasses, np.ndarray]:
+               n_follow: int, scratch: GroupScratch, seen: np.ndarray) -> tuple[StateClasses, np.ndarray]:
     """Group one walk's alive tokens by class key (emitted sequence, follow set of the state left).
 
-    ``scratch`` is an int32 array over all keys, all -1 (left so). Returns the classes and the
-    lexer states left that ``seen`` did not hold yet (marked in ``seen`` now).
+    Returns the classes and the lexer states left that ``seen`` did not hold yet (marked in ``seen`` now).
     """
-    token_class, class_keys, sizes, fresh = _group(seq, ends, state_follow, n_follow, scratch, seen)
+    keys, classes, shift = scratch.room(len(seq))
+    token_class, class_keys, sizes, fresh = _group(seq, ends, state_follow, n_follow, keys, classes, shift, seen)
     return StateClasses(token_ids, first, token_class, class_keys, sizes), fresh
 
 
+_MIX = np.int64(-0x61C8864680B583EB)  # 0x9E3779B97F4A7C15 (Fibonacci hashing) as a signed 64-bit integer
+
+
 @nb.njit(cache=True)
-def _group(seq, ends, state_follow, n_follow, slot, seen):
+def _group(seq, ends, state_follow, n_follow, keys, classes, shift, seen):
     n = len(seq)
+    mask = len(keys) - 1
     token_class = np.empty(n, dtype=np.int32)
     class_keys = np.empty(n, dtype=np.int64)
+    class_slot = np.empty(n, dtype=np.int64)
     sizes = np.zeros(n, dtype=np.int64)
     fresh = np.empty(n, dtype=np.int64)
     n_classes = 0
@@ -56,16 +78,20 @@ def _group(seq, ends, state_follow, n_follow, slot, seen):
             fresh[n_fresh] = end
             n_fresh += 1
         k = np.int64(seq[i]) * n_follow + state_follow[end]
-        c = slot[k]
-        if c < 0:
-            c = n_classes
-            slot[k] = c
-            class_keys[c] = k
+        h = ((k * _MIX) >> shift) & mask
+        while keys[h] >= 0 and keys[h] != k:
+            h = (h + 1) & mask
+        if keys[h] < 0:
+            keys[h] = k
+            classes[h] = n_classes
+            class_keys[n_classes] = k
+            class_slot[n_classes] = h
             n_classes += 1
+        c = classes[h]
         token_class[i] = c
         sizes[c] += 1
     for c in range(n_classes):
-        slot[class_keys[c]] = -1
+        keys[class_slot[c]] = -1
     return token_class, class_keys[:n_classes].copy(), sizes[:n_classes].copy(), fresh[:n_fresh].copy()
 
 

@@ -29,6 +29,7 @@ from grammask.classes import (
     ClassGroups,
     ClassIndex,
     ClassTokens,
+    GroupScratch,
     StateClasses,
     StateTokens,
     group_walk,
@@ -402,7 +403,7 @@ class _StateBuilder:
         self.seqs = SequenceTable(n_terms)
         self.classes = ClassIndex(self.seqs, self.n_follow)
         self.deps = ClassTokens(self.n_words)
-        self.slots = np.zeros(0, dtype=np.int32)
+        self.group_scratch = GroupScratch()
         self.walked: dict[int, StateClasses] = {}
         self.bases: dict[int, tuple[StateTokens, np.ndarray]] = {}  # and each class's tokens per first byte
         self.building: set[int] = set()  # states whose build waits for their base's
@@ -497,10 +498,8 @@ class _StateBuilder:
                                                      self.sup, work, self.may, self.newline, self.bans, lexer.alt,
                                                      None if lexer.part_row is None else
                                                      (lexer.part_row, lexer.parts, lexer.part_bits))
-        if len(self.slots) < len(self.seqs) * self.n_follow:
-            self.slots = np.full(2 * len(self.seqs) * self.n_follow, -1, dtype=np.int32)
         walk, fresh = group_walk(trie.token_ids[entries], trie.entry_first[entries], seq, ends, self.state_follow,
-                                 self.n_follow, self.slots, self.queued)
+                                 self.n_follow, self.group_scratch, self.queued)
         self.queue.extend(fresh.tolist())
         if lexer.counter is not None:  # a pending lexeme's count may take it to its state's copies in later levels
             self.queue.extend(_later_levels(lexer.counter, fresh, self.queued))
