@@ -48,6 +48,7 @@ if TYPE_CHECKING:
     from grammask.compiled import CompiledGrammar
 
 _REMEMBERED_MASKS = 4096
+_REMEMBERED_VERDICTS = 1 << 17  # the dead-end check's yes/no answers: small, and a document asks ~10^5 of them
 # With a product, a mask of at most this many grammar tokens is checked token by token (``step``) rather
 # than ANDed with the relation's whole allowed set, which a new relation state pays for once.
 _FEW_TOKENS = 4096
@@ -394,7 +395,7 @@ class ForcedTextCheck:
         found = self._dead_memo.get(key)
         if found is None:
             found = self._dead_memo[key] = self._search_dead(probe, r, depth, allowed)
-            if len(self._dead_memo) > _REMEMBERED_MASKS:
+            if len(self._dead_memo) > _REMEMBERED_VERDICTS:
                 self._dead_memo.popitem(last=False)
         return found
 
