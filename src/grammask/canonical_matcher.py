@@ -42,6 +42,7 @@ from grammask.errors import (
     TokenRejectedError,
 )
 from grammask.matcher import Matcher, TokenSteps
+from grammask.parser.stack import unseen_nodes
 from grammask.spanner import SequenceTable, walk_alive
 
 if TYPE_CHECKING:
@@ -87,15 +88,8 @@ class MaskRows:
         return lexstate, hit[1] if hit is not None else self._number(stack), post, late, r
 
     def _number(self, stack: tuple | None) -> int:
-        chain = []
-        node = stack
-        while node is not None:
-            hit = self._nodes.get(id(node))
-            if hit is not None:
-                break
-            chain.append(node)
-            node = node[1]
-        number = 0 if node is None else hit[1]
+        chain, hit = unseen_nodes(stack, self._nodes)
+        number = 0 if hit is None else hit[1]
         if len(self._nodes) > self._nodes_limit:
             self._nodes.clear()
         if len(self._numbers) > self._nodes_limit:

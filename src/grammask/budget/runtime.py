@@ -32,6 +32,7 @@ from grammask.budget.tables import UNBOUNDED, BudgetTables
 from grammask.classes import class_words
 from grammask.indentation import IndentRuntime, byte_widths
 from grammask.parser.kernels import ALWAYS, NEVER, feed_terminal
+from grammask.parser.stack import unseen_nodes
 from grammask.spanner import NewlineWidths, SequenceTable, TrieWalk, walk_alive
 
 if TYPE_CHECKING:
@@ -138,15 +139,8 @@ class NodeTable:
         if hit is not None:
             return hit[1]
         with self.lock:
-            chain = []
-            node = stack
-            while node is not None:
-                hit = self._rows.get(id(node))
-                if hit is not None:
-                    break
-                chain.append(node)
-                node = node[1]
-            parent = -1 if node is None else hit[1]
+            chain, hit = unseen_nodes(stack, self._rows)
+            parent = -1 if hit is None else hit[1]
             flats = rt.flat_nodes(chain, levels)
             lo = self.size
             self._grow(lo + len(chain))

@@ -13,6 +13,20 @@ from grammask.parser.tables import ERROR, ParseTables
 Stack = tuple[int, Optional["Stack"]]
 
 
+def unseen_nodes(stack: Stack | None, known: dict[int, tuple]) -> tuple[list[Stack], tuple | None]:
+    """The nodes of ``stack`` from the top down to the first one that ``known`` holds by identity (``id(node)``),
+    that one left out, and what ``known`` holds for it (None when it holds no node of the stack)."""
+    chain = []
+    node = stack
+    while node is not None:
+        hit = known.get(id(node))
+        if hit is not None:
+            return chain, hit
+        chain.append(node)
+        node = node[1]
+    return chain, None
+
+
 class LRRunner:
     """Feeds terminals to persistent LR stacks using a grammar's :class:`ParseTables`."""
 
