@@ -77,7 +77,7 @@ class MaskRows:
         self._rows: dict[tuple, np.ndarray] = {}
         self._limit = limit
         self._nodes_limit = nodes
-        self._nodes: dict[int, tuple[tuple, int]] = {}  # id(stack node) -> (the node, kept so its id stays its, number)
+        self._nodes: dict[int, tuple[tuple, int]] = {}  # id(node) -> (the node, kept alive so the id is not reused; number)
         self._numbers: dict[tuple[int, int], int] = {}  # (LR state, number of the stack below) -> number
         self._count = itertools.count(1)
 
