@@ -42,7 +42,7 @@ from grammask.errors import (
     TokenRejectedError,
 )
 from grammask.matcher import Matcher, TokenSteps
-from grammask.parser.stack import unseen_nodes
+from grammask.parser.stack import StackNumbers
 from grammask.spanner import SequenceTable, walk_alive
 
 if TYPE_CHECKING:
@@ -67,38 +67,19 @@ class _Undecided(Exception):
 class MaskRows:
     """Whole canonical mask rows by (grammar state, relation state), the last ``limit`` made, shared by a grammar's
     canonical matchers: a state met again costs a copy (16 KB a row on Llama-3's vocabulary). Reading needs no
-    lock (dict lookups); :meth:`put` is called under the relation's lock.
-
-    A key names the LR stack by a number (equal stacks, equal numbers; a number is never given to two stacks), so
-    a lookup neither hashes nor compares a stack chain: a new stack is a node or two on one already numbered.
+    lock (dict lookups); :meth:`put` is called under the relation's lock. A key names the LR stack by its
+    :class:`~grammask.parser.stack.StackNumbers` number, so a lookup neither hashes nor compares a stack chain.
     """
 
     def __init__(self, limit: int = 512, nodes: int = 16_384):
         self._rows: dict[tuple, np.ndarray] = {}
         self._limit = limit
-        self._nodes_limit = nodes
-        self._nodes: dict[int, tuple[tuple, int]] = {}  # id(node) -> (the node, kept alive so the id is not reused; number)
-        self._numbers: dict[tuple[int, int], int] = {}  # (LR state, number of the stack below) -> number
-        self._count = itertools.count(1)
+        self._stacks = StackNumbers(nodes)
 
     def key(self, matcher: Matcher, r: int) -> tuple:
         """The key of ``matcher``'s state with relation state ``r``."""
         lexstate, stack, post, late = matcher.state_key
-        hit = self._nodes.get(id(stack))
-        return lexstate, hit[1] if hit is not None else self._number(stack), post, late, r
-
-    def _number(self, stack: tuple | None) -> int:
-        chain, hit = unseen_nodes(stack, self._nodes)
-        number = 0 if hit is None else hit[1]
-        if len(self._nodes) > self._nodes_limit:
-            self._nodes.clear()
-        if len(self._numbers) > self._nodes_limit:
-            self._numbers.clear()  # stacks numbered again get new numbers: old keys only stop matching
-        for node in reversed(chain):
-            known = self._numbers.get((node[0], number))
-            number = known if known is not None else self._numbers.setdefault((node[0], number), next(self._count))
-            self._nodes[id(node)] = (node, number)
-        return number
+        return lexstate, self._stacks.number(stack), post, late, r
 
     def get(self, key: tuple) -> np.ndarray | None:
         """The row made for ``key``, or None."""

@@ -1,4 +1,4 @@
-"""LR stack simulation over persistent stacks.
+"""LR stack simulation over persistent stacks, and tables keyed by them (numbers per stack, nodes by identity).
 
 A stack is a linked list of ``(state, parent)`` tuples, so pushing shares the tail and a
 stack can be kept, forked or rolled back for free: nothing is ever mutated.
@@ -6,6 +6,7 @@ stack can be kept, forked or rolled back for free: nothing is ever mutated.
 
 from __future__ import annotations
 
+import itertools
 from typing import Optional
 
 from grammask.parser.tables import ERROR, ParseTables
@@ -26,6 +27,36 @@ def unseen_nodes(stack: Stack | None, known: dict[int, tuple]) -> tuple[list[Sta
         node = node[1]
     return chain, None
 
+
+
+class StackNumbers:
+    """A number per stack, equal for stacks equal by value and never given to two different ones, so that a table
+    keyed by stacks hashes an int instead of a tuple chain. Numbered node by node: a new stack is a node or two on
+    one already numbered, found by identity. Both tables are emptied past ``limit`` entries (a stack numbered again
+    then gets a new number: keys made before only stop matching). Safe to share between threads."""
+
+    def __init__(self, limit: int = 16_384):
+        self._limit = limit
+        self._nodes: dict[int, tuple[Stack, int]] = {}  # id(node) -> (the node, kept alive so the id is not reused; number)
+        self._numbers: dict[tuple[int, int], int] = {}  # (LR state, number of the stack below) -> number
+        self._count = itertools.count(1)
+
+    def number(self, stack: Stack | None) -> int:
+        """``stack``'s number (0 for the empty stack)."""
+        hit = self._nodes.get(id(stack))
+        if hit is not None:
+            return hit[1]
+        chain, hit = unseen_nodes(stack, self._nodes)
+        number = 0 if hit is None else hit[1]
+        if len(self._nodes) > self._limit:
+            self._nodes.clear()
+        if len(self._numbers) > self._limit:
+            self._numbers.clear()
+        for node in reversed(chain):
+            known = self._numbers.get((node[0], number))
+            number = known if known is not None else self._numbers.setdefault((node[0], number), next(self._count))
+            self._nodes[id(node)] = (node, number)
+        return number
 
 class LRRunner:
     """Feeds terminals to persistent LR stacks using a grammar's :class:`ParseTables`."""
