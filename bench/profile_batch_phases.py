@@ -3,10 +3,11 @@
 On the batch benchmark's states and conditions (fresh matcher copies, a 50 ms pause before each call,
 128 rows, one call), ``fill_masks(threads=1)`` is cut at its phases: before the loop (argument checks),
 the loop (each matcher's pair looked up, sorting the matchers, planning each row in Python), the
-kernel, and after (rows of deep stacks, budgets). With ``threads=2`` the loop overlaps the pool
+kernel, and after (rows of deep stacks, budgets). With ``threads=2`` the loop overlaps the helper
 thread's filling, so only "before" and "after" stay serial: the printed bound is
-``total / (serial + (loop + kernel) / 2)`` (medians over the calls of the share and the bound). Also the pool thread's wake-up after the pause (queue put
-to running Python, the caller waiting without the GIL).
+``total / (serial + (loop + kernel) / 2)`` (medians over the calls of the share and the bound); the helper
+thread's wake-up after the pause (a seat opened to a helper taking it, measured first) is time it cannot
+help, so the second bound is ``total / (serial + (loop + kernel + wake) / 2)``.
 
     python bench/profile_batch_phases.py [--cases json,schema,c] [--repeat 11]
 """
@@ -29,11 +30,12 @@ import numpy as np
 from bench_batch import PAUSE_S, grammask_engine, load_batch_case, ready_bitmask
 from cases import load_tokenizer
 
-from grammask import batch
+from grammask import batch, batch_crew
 
 
-def phases(engine, n_logits: int, repeat: int) -> dict[str, float]:
-    """Median milliseconds of each phase of ``fill_masks(threads=1)``."""
+def phases(engine, n_logits: int, repeat: int, wake_ms: float) -> dict[str, float]:
+    """Median milliseconds of each phase of ``fill_masks(threads=1)``, and the bounds for 2 threads (a helper that
+    wakes ``wake_ms`` after the call begins)."""
     marks: dict[str, float] = {}
 
     def timed(owner, name: str, key: str) -> None:
@@ -47,10 +49,10 @@ def phases(engine, n_logits: int, repeat: int) -> dict[str, float]:
 
         setattr(owner, name, wrapper)
 
-    saved = (batch._plan, batch._Group.fill, batch._work)
+    saved = (batch._plan, batch._Group.fill, batch.work)
     timed(batch, "_plan", "plan")
     timed(batch._Group, "fill", "fill")
-    timed(batch, "_work", "work")
+    timed(batch, "work", "work")
     rows = []
     try:
         for _ in range(repeat):
@@ -63,32 +65,29 @@ def phases(engine, n_logits: int, repeat: int) -> dict[str, float]:
             rows.append((marks["plan+"] - t0, marks["work+"] - marks["plan+"], marks["work-"] - marks["work+"],
                          t1 - marks["work-"], t1 - t0))
     finally:
-        batch._plan, batch._Group.fill, batch._work = saved
+        batch._plan, batch._Group.fill, batch.work = saved
     times = np.array(rows) * 1e3
     serial, overlapped = times[:, 0] + times[:, 3], times[:, 1] + times[:, 2]
     before, loop, kernel, after, total = np.median(times, axis=0)
     return {"before": before, "loop": loop, "kernel": kernel, "after": after, "total": total,
-            "serial": float(np.median(serial / times[:, 4])), "bound": float(np.median(times[:, 4] / (serial + overlapped / 2)))}
+            "serial": float(np.median(serial / times[:, 4])), "bound": float(np.median(times[:, 4] / (serial + overlapped / 2))),
+            "woken": float(np.median(times[:, 4] / (serial + (overlapped + wake_ms) / 2)))}
 
 
 def wake_up(repeat: int) -> np.ndarray:
-    """Microseconds from handing a pool thread work to it running Python, each after the pause."""
-    ctl = np.zeros(9, dtype=np.int64)
-    seen: list[float] = []
-
-    def note() -> None:
-        seen.append(time.perf_counter())
-        batch._publish(ctl, batch._STARTED, 1)
-
+    """Microseconds from a call opening a helper crew's seat to a helper taking it, each after the pause."""
+    crew = batch_crew.Crew()
+    crew.open(1, 1)
+    crew.close()
     out = []
     for _ in range(repeat):
-        ctl[:] = 0
         time.sleep(PAUSE_S)
         t0 = time.perf_counter()
-        batch._pool.run(note, 1)
-        while not batch._wait(ctl, batch._STARTED, 1, batch._SPIN_FILLED):
-            time.sleep(0)
-        out.append(seen[-1] - t0)
+        crew.open(1, 1)
+        while crew.mail[batch_crew._SEATS] > 0 and time.perf_counter() - t0 < 1:
+            pass
+        out.append(time.perf_counter() - t0)
+        crew.close()
     return np.array(out) * 1e6
 
 
@@ -101,17 +100,19 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--repeat", type=int, default=11)
     args = parser.parse_args(argv)
     tok = load_tokenizer(args.tokenizer)
+    lat = wake_up(args.repeat * 3)
+    print(f"helper thread wake-up after {PAUSE_S * 1e3:.0f} ms idle: p50 {np.median(lat):.0f} us, "
+          f"p90 {np.percentile(lat, 90):.0f} us")
     for name in args.cases.split(","):
         case = load_batch_case(name)
         tokens = tok.encode(case.document)
         rng = random.Random(0)
         cuts = [rng.randrange(1, len(tokens) + 1) for _ in range(args.rows)]
-        p = phases(grammask_engine(case, tok.vocab, tokens, cuts), tok.vocab.n_logits, args.repeat)
+        p = phases(grammask_engine(case, tok.vocab, tokens, cuts), tok.vocab.n_logits, args.repeat,
+                   float(np.median(lat)) / 1e3)
         print(f"{name}: before {p['before']:.3f} ms, loop {p['loop']:.3f}, kernel {p['kernel']:.3f}, after "
-              f"{p['after']:.3f}, total {p['total']:.3f}; serial {p['serial']:.0%}, 2 threads at most {p['bound']:.2f}x")
-    lat = wake_up(args.repeat * 3)
-    print(f"pool thread wake-up after {PAUSE_S * 1e3:.0f} ms idle: p50 {np.median(lat):.0f} us, "
-          f"p90 {np.percentile(lat, 90):.0f} us")
+              f"{p['after']:.3f}, total {p['total']:.3f}; serial {p['serial']:.0%}, 2 threads at most {p['bound']:.2f}x, "
+              f"{p['woken']:.2f}x with the helper's wake-up")
     return 0
 
 

@@ -7,7 +7,6 @@ import os
 import random
 import threading
 from pathlib import Path
-from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -18,7 +17,7 @@ from grammask import Compiler, Grammar, Vocabulary, compile
 from grammask.batch import fill_masks
 from grammask.bitmask import allocate_bitmask, bitmask_words
 from grammask.engine import MatcherView
-from grammask.errors import ConfigurationError
+from grammask.errors import ConfigurationError, MatcherStateError
 from grammask.matcher import Matcher
 from grammask.sampler import SentenceSampler
 
@@ -225,32 +224,24 @@ def test_rows_equal_fill_mask_on_llama3():
     _check(matchers, threads=2, seed=12)
 
 
-class _HeldPool:
-    """A stand-in for the batch module's pool that runs nothing until told to (threads the OS starts late)."""
+def test_rows_filled_without_helpers_and_late_ones_write_nothing(monkeypatch):
+    # Helper threads that never come (the OS starts them late): the caller fills every row, and a thread that wakes
+    # after the call finds its seats closed.
+    from grammask import batch_crew
 
-    def __init__(self):
-        self.held = []
-
-    def run(self, fn, n, avoid=-1):
-        self.held += [fn] * n
-
-
-def test_rows_filled_without_pool_threads_and_late_ones_write_nothing(monkeypatch):
-    from grammask import batch
-
-    pool = _HeldPool()
-    monkeypatch.setattr(batch, "_pool", pool)
+    if not batch_crew.HAS_FUTEX:
+        pytest.skip("no helper threads on this platform")
+    started = []
+    monkeypatch.setattr(batch_crew, "_free", [])
+    monkeypatch.setattr(batch_crew, "_serve", started.append)  # a thread that ends at once
     compiled = get_compiled("json", "smollm2")
     matchers = _mid_document_matchers(compiled, get_vocab("smollm2"), seed=21, n=30)
     expected = _one_by_one(matchers, len(matchers), list(range(len(matchers))))
     got = np.full_like(expected, 5)
     fill_masks(matchers, got, threads=3)
-    assert len(pool.held) == 2
-    assert (got == expected).all()
-    got[:] = 5
-    for fn in pool.held:  # the call is over: a pool thread starting now finds nothing left to fill
-        fn()
-    assert (got == 5).all()
+    assert len(started) == 2 and (got == expected).all()
+    (crew,) = batch_crew._free
+    assert not batch_crew.take_seat(crew.mail)
 
 
 def test_error_while_planning_leaves_no_stale_memo(monkeypatch):
@@ -282,49 +273,48 @@ def test_error_while_planning_leaves_no_stale_memo(monkeypatch):
     assert (got == expected).all()
 
 
-def test_gate_holds_waiters_until_open():
-    from grammask import batch
-
-    gate = batch._Gate()
-    waiters = [threading.Thread(target=gate.wait) for _ in range(3)]
-    for t in waiters:
-        t.start()
-    waiters[0].join(0.05)
-    assert all(t.is_alive() for t in waiters)
-    gate.open()
-    gate.open()  # a second open changes nothing
-    for t in waiters:
-        t.join(5)
-    assert not any(t.is_alive() for t in waiters)
-    gate.wait()
-
-
 @pytest.mark.skipif(not hasattr(os, "sched_setaffinity") or len(os.sched_getaffinity(0)) < 2,
                     reason="needs CPU affinity and two CPUs")
-def test_pool_threads_and_caller_kept_apart_for_a_call_then_given_back_their_cpus():
-    from grammask import batch
+def test_helpers_kept_off_the_callers_cpu_and_steered_again_when_it_moves(monkeypatch):
+    from grammask import batch_crew
 
+    if not batch_crew.HAS_FUTEX:
+        pytest.skip("no helper threads on this platform")
+    monkeypatch.setattr(batch_crew, "_free", [])
+    compiled = get_compiled("json", "smollm2")
+    matchers = _mid_document_matchers(compiled, get_vocab("smollm2"), seed=24, n=8)
+    expected = _one_by_one(matchers, len(matchers), list(range(len(matchers))))
     allowed = os.sched_getaffinity(0)
-    cpu = min(allowed)
-    seen, go = [], threading.Event()
+    for moved in (False, True):
+        if moved:
+            batch_crew._free[0]._avoid = max(allowed) + 1  # as if the caller had been on a CPU it is not on now
+        got = np.zeros_like(expected)
+        fill_masks([m.fork() for m in matchers], got, threads=2)
+        (crew,) = batch_crew._free
+        assert crew._avoid in allowed  # the CPU the caller was on when the call began
+        assert [os.sched_getaffinity(t) for t in crew._ids] == [allowed - {crew._avoid}]
+        assert os.sched_getaffinity(0) == allowed and (got == expected).all()
 
-    def thread() -> None:
-        go.wait()
-        gate = batch._Gate()
-        groups = [SimpleNamespace(help=lambda: seen.append(os.sched_getaffinity(0)))]  # its CPUs while it fills
-        gate.open()
-        batch._help(groups, gate, allowed)  # a pool thread's part of a call
-        seen.append(os.sched_getaffinity(0))
 
-    t = threading.Thread(target=thread)
-    t.start()
-    batch._steer([t.native_id], allowed - {cpu})
-    go.set()
-    t.join(5)
-    assert seen == [allowed - {cpu}, allowed]
-    with batch._pinned(cpu, allowed):
-        assert os.sched_getaffinity(0) == {cpu}
-    assert os.sched_getaffinity(0) == allowed
+def test_descriptors_read_back_as_the_arrays_they_describe():
+    import numba as nb
+
+    from grammask import batch_crew
+
+    @nb.njit
+    def read_back(d):
+        return batch_crew._tables(d)
+
+    view = _mid_document_matchers(get_compiled("json", "smollm2"), get_vocab("smollm2"), seed=25, n=1)[0]._rt
+    rows = np.empty((len(batch_crew.LAYOUT), 3), dtype=np.int64)
+    batch_crew.describe(view.fill_args, rows[batch_crew._OWN :], batch_crew._OWN)
+    back = read_back(rows)
+    assert len(back) == len(view.fill_args)
+    for a, b in zip(view.fill_args, back, strict=True):
+        assert a.dtype == b.dtype and a.shape == b.shape and (a == b).all()
+    wrong = (view.fill_args[0].astype(np.int64), *view.fill_args[1:])
+    with pytest.raises(MatcherStateError, match="batch kernel array 7 is int64"):
+        batch_crew.describe(wrong, rows[batch_crew._OWN :], batch_crew._OWN)
 
 
 def test_eos_decided_in_python_where_the_kernel_cannot(monkeypatch):
@@ -390,7 +380,7 @@ def test_rows_equal_fill_mask_with_indentation(threads):
 def test_kernel_runs_without_the_gil():
     # A thread fills the rows in the kernel while this one plans them in Python: that only works if the kernel
     # lets go of the GIL. Held, the thread would spin its whole budget (seconds) and return False.
-    from grammask import batch
+    from grammask import batch, batch_kernels
 
     vocab = get_vocab("smollm2")
     matchers = _mid_document_matchers(get_compiled("json", "smollm2"), vocab, seed=40, n=20, budgets=False)
@@ -401,15 +391,13 @@ def test_kernel_runs_without_the_gil():
     pairs = [view.pairs(m.lexer_state)[m.stack[0]] for m in matchers]
     group = batch._Group(view, got, len(matchers), 1, 1)
     finished = []
-    helper = threading.Thread(target=lambda: finished.append(batch._work(group.ctl, 1 << 31, *group.args)))
+    helper = threading.Thread(target=lambda: finished.append(batch_kernels.work(group.ctl, 1 << 31, *group.args)))
     helper.start()
-    while not group.ctl[batch._STARTED]:
-        pass
     for i, (m, pair) in enumerate(zip(matchers, pairs, strict=True)):
         group.add(m, i, m.lexer_state, pair)  # Python, published row by row
-    while group.ctl[batch._FILLED] < len(matchers) and helper.is_alive():
+    while group.ctl[batch_kernels.FILLED] < len(matchers) and helper.is_alive():
         pass
-    filled_by_helper = int(group.ctl[batch._FILLED])
+    filled_by_helper = int(group.ctl[batch_kernels.FILLED])
     group.fill()
     helper.join()
     group.finish(got)

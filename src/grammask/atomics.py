@@ -1,11 +1,14 @@
-"""Atomic operations on the cells of an int64 NumPy array, for ``nogil`` Numba kernels that share work, and a
-CPU yield for threads that spin on them.
+"""Atomic operations on the cells of an int64 NumPy array, for ``nogil`` Numba kernels that share work, a CPU
+yield for threads that spin on them, and a sleep on a cell until another thread wakes it (Linux futexes).
 
 Each one is sequentially consistent: what a thread wrote before an atomic store (or add, or a successful
 compare-and-swap) is seen by another thread that reads the new value with :func:`atomic_load`.
 """
 
 from __future__ import annotations
+
+import platform
+import sys
 
 import numba as nb
 from llvmlite import ir
@@ -79,3 +82,69 @@ def yield_cpu(typingctx):
         return context.get_dummy_value()
 
     return types.none(), codegen
+
+
+# ``syscall(SYS_futex, ...)``: the system call's number where grammask knows it (Linux on x86-64 and ARM64).
+_FUTEX_CALL = {"x86_64": 202, "AMD64": 202, "aarch64": 98, "arm64": 98}.get(platform.machine(), -1)
+HAS_FUTEX = sys.platform == "linux" and _FUTEX_CALL >= 0 and sys.byteorder == "little"
+"""Whether :func:`sleep_while` and :func:`wake` work here (they must not be called where not)."""
+_FUTEX_WAIT_PRIVATE, _FUTEX_WAKE_PRIVATE = 128, 129
+
+
+def _futex(builder, address, operation: int, value):
+    """``syscall(SYS_futex, address, operation, value, NULL)`` on the cell's low 32 bits (little-endian)."""
+    i64 = ir.IntType(64)
+    pointer = ir.IntType(8).as_pointer()
+    function = cgutils.get_or_insert_function(builder.module, ir.FunctionType(i64, [i64], var_arg=True), "syscall")
+    builder.call(function, [ir.Constant(i64, _FUTEX_CALL), builder.bitcast(address, pointer),
+                            ir.Constant(i64, operation), value, ir.Constant(pointer, None)])
+
+
+@intrinsic
+def sleep_while(typingctx, array, index, value):
+    """Sleep while the low 32 bits of ``array[index]`` equal those of ``value``, until :func:`wake` (or a spurious
+    wake-up: callers check the cell again); returns at once if they differ."""
+    _check(array)
+
+    def codegen(context, builder, signature, args):
+        _futex(builder, _cell(context, builder, signature, args), _FUTEX_WAIT_PRIVATE, args[2])
+        return context.get_dummy_value()
+
+    return types.none(array, types.intp, types.int64), codegen
+
+
+@intrinsic
+def wake(typingctx, array, index, n):
+    """Wake up to ``n`` threads sleeping in :func:`sleep_while` on ``array[index]``."""
+    _check(array)
+
+    def codegen(context, builder, signature, args):
+        _futex(builder, _cell(context, builder, signature, args), _FUTEX_WAKE_PRIVATE, args[2])
+        return context.get_dummy_value()
+
+    return types.none(array, types.intp, types.int64), codegen
+
+
+@intrinsic
+def current_cpu(typingctx):
+    """The CPU this thread runs on (``sched_getcpu``; -1 where the OS does not say)."""
+
+    def codegen(context, builder, signature, args):
+        i32 = ir.IntType(32)
+        function = cgutils.get_or_insert_function(builder.module, ir.FunctionType(i32, []), "sched_getcpu")
+        return builder.sext(builder.call(function, []), ir.IntType(64))
+
+    return types.int64(), codegen
+
+
+@intrinsic
+def nap(typingctx, microseconds):
+    """Sleep about ``microseconds`` (``usleep``), for a thread that waits on a cell no one will :func:`wake` it for."""
+
+    def codegen(context, builder, signature, args):
+        i32 = ir.IntType(32)
+        function = cgutils.get_or_insert_function(builder.module, ir.FunctionType(i32, [i32]), "usleep")
+        builder.call(function, [builder.trunc(args[0], i32)])
+        return context.get_dummy_value()
+
+    return types.none(types.int64), codegen
