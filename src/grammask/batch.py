@@ -75,7 +75,6 @@ class _Group:
         self.states = np.empty(capacity * _STACK_VIEW, dtype=np.int32)
         self.n_unknown = np.zeros(capacity, dtype=np.int64)
         self.memo = np.empty((capacity, bitmask.shape[1]), dtype=np.int32)
-        self._memo_rows = list(self.memo)
         # The tables as they are now hold every pair looked up before (tables only grow; :func:`_plan` starts another
         # group where a lookup builds a state).
         self.args = (bitmask, self.plan, self.states, self.n_unknown, self.memo, self.flags, view.fill_args)
@@ -106,7 +105,7 @@ class _Group:
                     left -= 1
                 b = self._n_states = a + _STACK_VIEW - left
             self._rows += (row, q, pair, eos, a, b, marked)
-            m._mask = self._memo_rows[self._n]
+            m._mask = self.memo[self._n]
             m._mask_key = (q, stack, post, m._late)
         self.entries.append(m)
         self._n += 1
@@ -263,8 +262,8 @@ def fill_masks(matchers: Sequence[Matcher], bitmask: np.ndarray, indices: Sequen
     if not isinstance(threads, int) or threads < 1:
         raise ConfigurationError(f"threads must be a positive int, got {threads!r}")
     groups: list[_Group] = []
-    with crew(min(threads, len(matchers)) - 1, len(matchers)) as helpers:  # woken first: they take a while
-        rows = _check_args(matchers, bitmask, indices)
+    rows = _check_args(matchers, bitmask, indices)
+    with crew(min(threads, len(matchers)) - 1, len(matchers)) as helpers:
         failed = True
         try:
             memo, own, budgeted = _plan(matchers, rows, bitmask, helpers, groups)

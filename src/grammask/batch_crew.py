@@ -3,15 +3,17 @@ the GIL: the caller plans rows in Python (holding the GIL) while they fill, and 
 them, not when the interpreter would hand them the GIL.
 
 A crew is a few threads, each in a ``nogil`` Numba loop (:func:`_serve`), and one mailbox (an int64 array). A call
-takes a free crew (:func:`crew`; concurrent calls take different ones), opens ``n`` seats and wakes the threads
-(a futex, :mod:`grammask.atomics`). Each group of rows the call plans is published to the crew as one row of a
-descriptor table (every array the group's kernel reads: address and shape; the mailbox holds the table's address),
-and a thread that took a seat fills each group's rows as they are published (:func:`grammask.batch_kernels.work`),
-then leaves. A thread the OS wakes after the call has closed its seats finds none left and goes back to sleep; the
-call waits for the threads that took a seat to leave before its arrays can go. The threads are kept off the
-caller's CPU (a guest OS puts a woken thread on its waker's CPU even where another is idle, and two threads would
-then share one CPU), re-steered only when the caller's CPU changes. Where futexes are not available
-(:data:`grammask.atomics.HAS_FUTEX`), there are no helpers: the caller fills every row.
+takes a free crew (:func:`crew`; concurrent calls take different ones). Each group of rows the call plans is
+published to the crew as one row of a descriptor table (every array the group's kernel reads: address and shape; the
+mailbox holds the table's address); the first one opens ``n`` seats and wakes the threads (a futex,
+:mod:`grammask.atomics`), so that a thread wakes to work it can start on (the caller takes ~0.1 ms to make and
+describe the first group, and a thread woken before would have spent its wake-up waiting for it), and a thread that
+took a seat fills each group's rows as they are published (:func:`grammask.batch_kernels.work`), then leaves. A
+thread the OS wakes after the call has closed its seats finds none left and goes back to sleep; the call waits for
+the threads that took a seat to leave before its arrays can go. The threads are kept off the caller's CPU (a guest
+OS puts a woken thread on its waker's CPU even where another is idle, and two threads would then share one CPU),
+re-steered only when the caller's CPU changes. Where futexes are not available (:data:`grammask.atomics.HAS_FUTEX`),
+there are no helpers: the caller fills every row.
 """
 
 from __future__ import annotations
@@ -166,11 +168,11 @@ def _serve(mail):
 
 @nb.njit(cache=True)
 def _open(mail, seats, avoid):
-    """Start a call with ``seats`` seats and wake that many threads, unless the caller is no longer on CPU ``avoid``
-    (the one the threads are kept off; -1: none): then nothing. The caller's CPU."""
+    """Start a call (its first group published) with ``seats`` seats and wake that many threads, unless the caller
+    is no longer on CPU ``avoid`` (the one the threads are kept off; -1: none): then nothing. The caller's CPU."""
     cpu = current_cpu()
     if cpu == avoid:
-        mail[_GONE] = mail[_GROUPS] = mail[_PLANNED] = 0
+        mail[_GONE] = mail[_PLANNED] = 0
         atomic_store(mail, _SEATS, seats)
         atomic_add(mail, _EPOCH, 1)
         wake(mail, _EPOCH, seats)
@@ -221,10 +223,11 @@ class Crew:
         self._avoid = _NOWHERE  # the CPU the threads are kept off (-1: none, where the OS does not say)
         self._table = np.empty((0, len(LAYOUT), 3), dtype=np.int64)
         self._tables: dict[int, tuple[tuple, np.ndarray]] = {}  # id(fill_args) -> (fill_args, descriptor rows)
-        self._seats = 0
+        self._wanted = self._seats = 0  # seats the call is to open, and has opened
 
-    def open(self, seats: int, groups: int) -> None:
-        """Start a call for ``seats`` helpers and up to ``groups`` groups, starting threads if fewer are there."""
+    def prepare(self, seats: int, groups: int) -> None:
+        """Get ready for a call with ``seats`` helpers and up to ``groups`` groups (threads started if fewer are
+        there); the threads are woken when the first group is published."""
         while len(self._ids) < seats:
             t = threading.Thread(target=_serve, args=(self.mail,), name=f"grammask-masks-{len(self._ids)}", daemon=True)
             t.start()
@@ -233,6 +236,11 @@ class Crew:
         if len(self._table) < groups:
             self._table = np.empty((groups, len(LAYOUT), 3), dtype=np.int64)
             self.mail[_TABLE], self.mail[_TABLE_ROWS] = self._table.ctypes.data, groups
+        self._wanted, self._seats = seats, 0
+
+    def _open(self) -> None:
+        """Open the call's seats and wake the threads."""
+        seats = self._wanted
         cpu = _open(self.mail, seats, self._avoid)
         woken = cpu == self._avoid
         if not woken:  # the caller moved: steer the threads off its CPU first
@@ -250,7 +258,8 @@ class Crew:
         self._avoid = cpu
 
     def publish(self, g: int, own: tuple[np.ndarray, ...], fill_args: tuple[np.ndarray, ...]) -> None:
-        """Hand group ``g`` (its own arrays, in :data:`LAYOUT` order, and the grammar's tables) to the threads."""
+        """Hand group ``g`` (its own arrays, in :data:`LAYOUT` order, and the grammar's tables) to the threads (the
+        first wakes them: a woken thread finds work at once, and a call without groups wakes none)."""
         d = self._table[g]
         _describe_group(d, *own)
         known = self._tables.get(id(fill_args))
@@ -261,7 +270,11 @@ class Crew:
             describe(fill_args, rows, _OWN)
             known = self._tables[id(fill_args)] = (fill_args, rows)
         d[_OWN:] = known[1]
-        _set(self.mail, _GROUPS, g + 1)
+        if g == 0:
+            self.mail[_GROUPS] = 1
+            self._open()
+        else:
+            _set(self.mail, _GROUPS, g + 1)
 
     def close(self) -> None:
         """End the call: no more groups, no more seats; wait for the threads that took one to leave."""
@@ -279,14 +292,14 @@ _free_lock = threading.Lock()
 
 @contextlib.contextmanager
 def crew(helpers: int, groups: int) -> Iterator[Crew | None]:
-    """A crew opened for ``helpers`` helper threads and up to ``groups`` groups (None when there are to be none),
+    """A crew prepared for ``helpers`` helper threads and up to ``groups`` groups (None when there are to be none),
     closed and kept for a later call afterwards."""
     if helpers < 1 or not HAS_FUTEX:
         yield None
         return
     with _free_lock:
         c = _free.pop() if _free else Crew()
-    c.open(helpers, groups)
+    c.prepare(helpers, groups)
     try:
         yield c
     finally:
