@@ -296,6 +296,27 @@ def test_helpers_kept_off_the_callers_cpu_and_steered_again_when_it_moves(monkey
         assert os.sched_getaffinity(0) == allowed and (got == expected).all()
 
 
+def test_helpers_keep_no_grammar_alive(monkeypatch):
+    import gc
+
+    from grammask import batch_crew
+
+    if not batch_crew.HAS_FUTEX:
+        pytest.skip("no helper threads on this platform")
+    monkeypatch.setattr(batch_crew, "_free", [])
+    vocab = get_vocab("smollm2")
+    compiler = Compiler(vocab, cache=False)  # (its in-memory cache holds what it compiled)
+    compiled = compiler.compile(Grammar.from_lark('start: "[" ("a" | "b")* "]"'))
+    m = compiled.matcher()
+    m.advance(vocab.encode("[")[0])
+    fill_masks([m, m.fork()], allocate_bitmask(2, vocab.n_logits), threads=2)
+    (crew,) = batch_crew._free
+    assert len(crew._tables) == 1
+    del compiler, compiled, m
+    gc.collect()
+    assert len(crew._tables) == 0
+
+
 def test_descriptors_read_back_as_the_arrays_they_describe():
     import numba as nb
 

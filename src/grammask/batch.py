@@ -201,7 +201,7 @@ def _plan(matchers: Sequence[Matcher], rows: Sequence[int], bitmask: np.ndarray,
             chunks = (FIRST_CHUNK, CHUNK) if helpers else (len(matchers), len(matchers))
             group = current[id(view)] = _Group(view, bitmask, len(matchers), *chunks)
             if helpers is not None:
-                helpers.publish(len(groups), (group.ctl, *group.args[:-1]), view.fill_args)
+                helpers.publish(len(groups), (group.ctl, *group.args[:-1]), view)
             groups.append(group)
         group.add(m, row, q, pair)
     return memo, own, budgeted

@@ -22,7 +22,9 @@ import contextlib
 import os
 import threading
 import time
+import weakref
 from collections.abc import Iterator
+from typing import TYPE_CHECKING
 
 import numba as nb
 import numpy as np
@@ -51,6 +53,9 @@ from grammask.batch_kernels import (
 )
 from grammask.errors import MatcherStateError
 
+if TYPE_CHECKING:
+    from grammask.engine import MatcherView
+
 # Mailbox cells: calls so far (the threads sleep on it), seats left (CLOSED once the call ends), threads that took a
 # seat and left, groups published, planning over (no more groups), the descriptor table's address and rows.
 _EPOCH, _SEATS, _GONE, _GROUPS, _PLANNED, _TABLE, _TABLE_ROWS = range(7)
@@ -71,8 +76,6 @@ _NOWHERE = -2  # no CPU: the threads were never steered
 # Polls a thread with a seat spins waiting for the next group before it naps (microseconds) between looks.
 _SPIN_GROUPS = 1 << 16
 _NAP_US = 100
-# Grammars' table descriptors a crew keeps (each keeps its tables' arrays alive while kept).
-_KEPT_TABLES = 8
 
 
 @intrinsic
@@ -222,7 +225,8 @@ class Crew:
         self._ids: list[int] = []  # the threads' native ids
         self._avoid = _NOWHERE  # the CPU the threads are kept off (-1: none, where the OS does not say)
         self._table = np.empty((0, len(LAYOUT), 3), dtype=np.int64)
-        self._tables: dict[int, tuple[tuple, np.ndarray]] = {}  # id(fill_args) -> (fill_args, descriptor rows)
+        # per grammar (its matchers' view, held weakly): its tables as last described, and their descriptor rows
+        self._tables: weakref.WeakKeyDictionary[MatcherView, tuple[tuple, np.ndarray]] = weakref.WeakKeyDictionary()
         self._wanted = self._seats = 0  # seats the call is to open, and has opened
 
     def prepare(self, seats: int, groups: int) -> None:
@@ -257,18 +261,16 @@ class Crew:
                     os.sched_setaffinity(thread, cpus - {cpu})
         self._avoid = cpu
 
-    def publish(self, g: int, own: tuple[np.ndarray, ...], fill_args: tuple[np.ndarray, ...]) -> None:
-        """Hand group ``g`` (its own arrays, in :data:`LAYOUT` order, and the grammar's tables) to the threads (the
-        first wakes them: a woken thread finds work at once, and a call without groups wakes none)."""
+    def publish(self, g: int, own: tuple[np.ndarray, ...], view: MatcherView) -> None:
+        """Hand group ``g`` (its own arrays, in :data:`LAYOUT` order, and the tables of the grammar ``view`` reads) to
+        the threads (the first wakes them: a woken thread finds work at once, and a call without groups wakes none)."""
         d = self._table[g]
         _describe_group(d, *own)
-        known = self._tables.get(id(fill_args))
-        if known is None or known[0] is not fill_args:
-            if len(self._tables) >= _KEPT_TABLES:
-                self._tables.clear()
+        known = self._tables.get(view)
+        if known is None or known[0] is not view.fill_args:  # new, or its tables grew
             rows = np.empty((len(LAYOUT) - _OWN, 3), dtype=np.int64)
-            describe(fill_args, rows, _OWN)
-            known = self._tables[id(fill_args)] = (fill_args, rows)
+            describe(view.fill_args, rows, _OWN)
+            known = self._tables[view] = (view.fill_args, rows)
         d[_OWN:] = known[1]
         if g == 0:
             self.mail[_GROUPS] = 1
