@@ -100,29 +100,29 @@ def _futex(builder, address, operation: int, value):
                             ir.Constant(i64, operation), value, ir.Constant(pointer, None)])
 
 
-@intrinsic
-def sleep_while(typingctx, array, index, value):
-    """Sleep while the low 32 bits of ``array[index]`` equal those of ``value``, until :func:`wake` (or a spurious
-    wake-up: callers check the cell again); returns at once if they differ."""
-    _check(array)
+def _futex_call(name: str, operation: int, doc: str):
+    """An intrinsic ``f(array, index, value)`` that makes the futex call ``operation`` on ``array[index]``."""
 
-    def codegen(context, builder, signature, args):
-        _futex(builder, _cell(context, builder, signature, args), _FUTEX_WAIT_PRIVATE, args[2])
-        return context.get_dummy_value()
+    def typer(typingctx, array, index, value):
+        _check(array)
 
-    return types.none(array, types.intp, types.int64), codegen
+        def codegen(context, builder, signature, args):
+            _futex(builder, _cell(context, builder, signature, args), operation, args[2])
+            return context.get_dummy_value()
+
+        return types.none(array, types.intp, types.int64), codegen
+
+    typer.__name__ = typer.__qualname__ = name
+    typer.__doc__ = doc
+    return intrinsic(typer)
 
 
-@intrinsic
-def wake(typingctx, array, index, n):
-    """Wake up to ``n`` threads sleeping in :func:`sleep_while` on ``array[index]``."""
-    _check(array)
-
-    def codegen(context, builder, signature, args):
-        _futex(builder, _cell(context, builder, signature, args), _FUTEX_WAKE_PRIVATE, args[2])
-        return context.get_dummy_value()
-
-    return types.none(array, types.intp, types.int64), codegen
+sleep_while = _futex_call(
+    "sleep_while", _FUTEX_WAIT_PRIVATE,
+    "Sleep while the low 32 bits of ``array[index]`` equal those of ``value``, until :func:`wake` (or a spurious "
+    "wake-up: callers check the cell again); returns at once if they differ.")
+wake = _futex_call("wake", _FUTEX_WAKE_PRIVATE,
+                   "Wake up to ``value`` threads sleeping in :func:`sleep_while` on ``array[index]``.")
 
 
 @intrinsic
