@@ -317,6 +317,32 @@ def test_helpers_keep_no_grammar_alive(monkeypatch):
     assert len(crew._tables) == 0
 
 
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork")
+def test_helpers_in_a_forked_child():
+    # A forked child has none of its parent's helper threads: it starts its own (a crew kept from before the fork
+    # would wake threads that do not exist, and fill every row alone).
+    from grammask import batch_crew
+
+    compiled = get_compiled("json", "smollm2")
+    matchers = _mid_document_matchers(compiled, get_vocab("smollm2"), seed=26, n=8)
+    expected = _one_by_one(matchers, len(matchers), list(range(len(matchers))))
+    got = np.zeros_like(expected)
+    fill_masks([m.fork() for m in matchers], got, threads=2)  # the parent has a crew now
+    pid = os.fork()
+    if pid == 0:  # the child: exit status 0 when its rows are right
+        status = 1
+        try:
+            child = np.zeros_like(expected)
+            fill_masks([m.fork() for m in matchers], child, threads=2)
+            alive = {t.native_id for t in threading.enumerate()}
+            own = batch_crew._free and all(set(c._ids) <= alive for c in batch_crew._free)
+            status = 0 if (child == expected).all() and own else 2
+        finally:
+            os._exit(status)
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0
+
+
 def test_descriptors_read_back_as_the_arrays_they_describe():
     import numba as nb
 
