@@ -11,7 +11,7 @@ import pytest
 from conftest import DATA_DIR, get_vocab
 
 import grammask as gm
-from grammask.adapters.request_state import RequestMatcher
+from grammask.adapters.request_state import RequestMatcher, fill_rows
 from grammask.adapters.requests import ANY_JSON, grammar_for_request, is_gbnf
 from grammask.bitmask import allocate_bitmask, bitmask_to_bool, bitmask_words
 from grammask.errors import ConfigurationError, GrammarError, MatcherStateError
@@ -100,6 +100,28 @@ def test_stop_tokens_are_eos_like(vocab):
     assert not m.accept(vocab.encode("3")[0])  # nothing after the end
     m.rollback(1)
     assert not m.is_terminated()
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_rows_filled_in_one_call_as_one_by_one(vocab, threads):
+    stop = vocab.encode("\n")[0]
+    states = [_matcher(vocab, "regex", r"\d+", stops=[stop]), _matcher(vocab, "json", json.dumps(SCHEMA)),
+              RequestMatcher(gm.compile(grammar_for_request("json", ANY_JSON), vocab), max_tokens=9),
+              _matcher(vocab, "choice", json.dumps(["left", "right"]))]
+    for state, text in zip(states, ["12", '{"n"', "[1, ", ""], strict=True):
+        state.accept_many(vocab.encode(text))
+    states.append(states[0].fresh())  # a stop token not allowed yet
+    states[3].accept_many(vocab.encode("left"))
+    states[3].accept(vocab.eos_ids[0])  # terminated
+    rows = [4, 0, 3, 1, 2]
+    for width in (bitmask_words(vocab.n_logits), bitmask_words(vocab.n_logits) + 2):  # exact: one call; wider: one by one
+        expected = np.zeros((len(states), width), dtype=np.int32)
+        for state, row in zip(states, rows, strict=True):
+            state.fill(expected[row])
+        got = np.full_like(expected, 7)
+        fill_rows(states, got, rows, threads=threads)
+        assert (got == expected).all()
+    assert bitmask_to_bool(got[4], vocab.n_logits)[stop] and not bitmask_to_bool(got[2], vocab.n_logits)[stop]
 
 
 def test_drafts_validate_and_out_of_range(vocab):

@@ -2,8 +2,9 @@
 
 :class:`RequestMatcher` wraps a :class:`~grammask.matcher.Matcher` with what engines do around it:
 extra stop tokens per request (allowed only where the output may end, and ending it), mask rows
-wider or narrower than the vocabulary, out-of-range draft tokens, and jump-forward text. It works on
-NumPy rows (a CPU torch tensor's ``.numpy()`` shares its memory), so it needs no torch and no engine.
+wider or narrower than the vocabulary, out-of-range draft tokens, and jump-forward text; :func:`fill_rows` fills
+many requests' rows in one batched call. It works on NumPy rows (a CPU torch tensor's ``.numpy()`` shares its
+memory), so it needs no torch and no engine.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from collections.abc import Iterable, Sequence
 
 import numpy as np
 
+from grammask.batch import fill_masks
 from grammask.bitmask import bitmask_words
 from grammask.compiled import CompiledGrammar
 from grammask.errors import TokenOutOfRangeError
@@ -102,6 +104,7 @@ class RequestMatcher:
             self._mark_stops(row)
 
     def _mark_stops(self, row: np.ndarray) -> None:
+        """Allow the request's stop tokens in ``row`` where the output may end, forbid them elsewhere."""
         accepting = self.matcher.is_accepting()
         bits = row.view(np.uint32)
         for t in self._stops:
@@ -118,6 +121,19 @@ class RequestMatcher:
     def jump_forward_tokens(self) -> list[int]:
         """The tokenizer's tokens for the start of the jump-forward text, safe to accept at once."""
         return self.matcher.forced_tokens()
+
+
+def fill_rows(states: Sequence[RequestMatcher], bitmask: np.ndarray, rows: Sequence[int], threads: int = 1) -> None:
+    """Fill row ``rows[i]`` of ``bitmask`` (2-D int32) as ``states[i].fill`` would: the requests whose rows are as
+    wide as their vocabulary's masks in one :func:`~grammask.batch.fill_masks` call on ``threads`` threads, the others
+    one by one."""
+    batched = [i for i, s in enumerate(states) if s._words == bitmask.shape[1]]
+    fill_masks([states[i].matcher for i in batched], bitmask, [rows[i] for i in batched], threads=threads)
+    for i in batched:
+        if states[i]._stops:
+            states[i]._mark_stops(bitmask[rows[i]])
+    for i in sorted(set(range(len(states))) - set(batched)):
+        states[i].fill(bitmask[rows[i]])
 
 
 def _whole_chars(data: bytes) -> str:

@@ -29,7 +29,7 @@ from vllm.v1.sample.logits_processor import (
 )
 
 from grammask.adapters.engine_vocab import engine_vocabulary
-from grammask.adapters.request_state import RequestMatcher
+from grammask.adapters.request_state import RequestMatcher, fill_rows
 from grammask.adapters.requests import grammar_for_request
 from grammask.adapters.torch_bitmask import allocate_token_bitmask, apply_token_bitmask_
 from grammask.compiler import Compiler
@@ -68,7 +68,8 @@ def request_grammar(params: SamplingParams) -> Grammar | None:
 class GrammaskLogitsProcessor(LogitsProcessor):
     """Masks each constrained request's logits row to the tokens its grammar allows next.
 
-    Grammars compile on the engine's thread when a request joins the batch (cached by the compiler).
+    Grammars compile on the engine's thread when a request joins the batch (cached by the compiler). The rows of a
+    step are filled in one batched call (:func:`~grammask.adapters.request_state.fill_rows`).
     Constructing it raises :class:`~grammask.errors.VocabularyError` for a tokenizer grammask cannot read.
     """
 
@@ -119,7 +120,7 @@ class GrammaskLogitsProcessor(LogitsProcessor):
             return logits
         indices = sorted(self._rows)
         bitmask = allocate_token_bitmask(len(indices), logits.shape[1])
-        for row, index in enumerate(indices):
+        for index in indices:
             state, output_ids, seen = self._rows[index]
             for token in output_ids[seen[0]:]:
                 if token < 0:  # a placeholder for a token not sampled yet
@@ -127,7 +128,7 @@ class GrammaskLogitsProcessor(LogitsProcessor):
                 if not state.is_terminated():
                     state.accept(token)
                 seen[0] += 1
-            state.fill(bitmask[row].numpy())
+        fill_rows([self._rows[index][0] for index in indices], bitmask.numpy(), range(len(indices)))
         if len(indices) == logits.shape[0]:
             apply_token_bitmask_(logits, bitmask)
         else:
