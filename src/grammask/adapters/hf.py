@@ -14,6 +14,7 @@ import torch
 import transformers
 
 from grammask.adapters.torch_bitmask import apply_token_bitmask_
+from grammask.batch import fill_masks
 from grammask.bitmask import allocate_bitmask
 from grammask.compiled import CompiledGrammar
 from grammask.errors import (
@@ -82,6 +83,8 @@ class GrammarLogitsProcessor(transformers.LogitsProcessor):
         self._seen = length
         generated = input_ids[:, self._prompt_len :].cpu().numpy()
         matchers: dict[bytes, Matcher | CanonicalMatcher | None] = {}
+        batched: list[Matcher] = []
+        batched_rows: list[int] = []
         for r in range(rows):
             key = generated[r].tobytes()
             if key not in matchers:
@@ -91,8 +94,12 @@ class GrammarLogitsProcessor(transformers.LogitsProcessor):
                 self.bitmask[r] = 0
             elif m.is_terminated():
                 self.bitmask[r] = -1
+            elif isinstance(m, Matcher):
+                batched.append(m)
+                batched_rows.append(r)
             else:
                 m.fill_mask(self.bitmask[r])
+        fill_masks(batched, self.bitmask, batched_rows)  # the plain matchers' rows in one call
         self._matchers = matchers
         apply_token_bitmask_(scores, torch.from_numpy(self.bitmask))
         self.mask_seconds += perf_counter() - start
