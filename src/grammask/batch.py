@@ -6,8 +6,8 @@ changed since its last mask reuses it; for the others it looks up the pair of le
 state (building the state's tables if need be) and plans the row (the stack's top states when the pair
 has stack-dependent classes or the end of input may be accepted: the lexer state's end terminals are
 looked up, not fed), publishing the rows a few at a time, per compiled grammar and tables, while
-``n - 1`` helper threads (``threads=n``, woken at the start of the call: :mod:`grammask.batch_crew`; they
-never take the GIL) already fill them in a ``nogil`` Numba kernel (:mod:`grammask.batch_kernels`): a thread
+``n - 1`` helper threads (``threads=n``, woken when the first group of rows is published:
+:mod:`grammask.batch_crew`; they never take the GIL) already fill them in a ``nogil`` Numba kernel (:mod:`grammask.batch_kernels`): a thread
 takes the next published row by an atomic compare-and-swap (:mod:`grammask.atomics`), copies the pair's
 precomputed mask into the matcher's memo row, adds the marked classes the stack accepts and EOS where the
 stack takes the end terminals, and copies the row into the bitmask once planning has succeeded (rows filled
