@@ -158,6 +158,17 @@ def test_deep_stacks_fall_back_to_python(monkeypatch):
     assert (got == expected).all()
 
 
+@pytest.mark.parametrize("threads", [1, 2])
+def test_a_strided_bitmask(threads):
+    # The first columns of a wider array: rows are not contiguous in memory (the helpers only take contiguous ones).
+    vocab = get_vocab("smollm2")
+    matchers = _mid_document_matchers(get_compiled("json", "smollm2"), vocab, seed=27, n=12)
+    expected = _one_by_one(matchers, len(matchers), list(range(len(matchers))))
+    wide = np.full((len(matchers), expected.shape[1] + 3), 5, dtype=np.int32)
+    fill_masks([m.fork() for m in matchers], wide[:, : expected.shape[1]], threads=threads)
+    assert (wide[:, : expected.shape[1]] == expected).all() and (wide[:, expected.shape[1] :] == 5).all()
+
+
 def test_empty_batch_and_padding_rows():
     fill_masks([], np.zeros((0, 5), dtype=np.int32))
     vocab = get_vocab("smollm2")

@@ -30,6 +30,7 @@ import numpy as np
 
 from grammask.batch_crew import Crew, crew
 from grammask.batch_kernels import (
+    CELLS,
     CHUNK,
     COLUMNS,
     COPIED,
@@ -68,7 +69,7 @@ class _Group:
         self.view = view
         self.entries: list[Matcher] = []  # per plan row
         self.chunk, self.max_chunk = chunk, max_chunk
-        self.ctl = np.zeros(8, dtype=np.int64)
+        self.ctl = np.zeros(CELLS, dtype=np.int64)
         self.flags = np.zeros(capacity, dtype=np.int64)  # per plan row, EMPTY, IN_MEMO or COPIED_OUT
         self.plan = np.empty((capacity, COLUMNS), dtype=np.int64)
         self._flat = self.plan.reshape(-1)
@@ -198,7 +199,7 @@ def _plan(matchers: Sequence[Matcher], rows: Sequence[int], bitmask: np.ndarray,
                 raise MatcherStateError(f"internal error: no mask table for lexer state {q} with LR state {m._stack[0]}")
         group = current.get(id(view))
         if group is None or group.args[-1] is not view.fill_args:
-            chunks = (FIRST_CHUNK, CHUNK) if helpers else (len(matchers), len(matchers))
+            chunks = (FIRST_CHUNK, CHUNK) if helpers is not None else (len(matchers), len(matchers))
             group = current[id(view)] = _Group(view, bitmask, len(matchers), *chunks)
             if helpers is not None:
                 helpers.publish(len(groups), (group.ctl, *group.args[:-1]), view)
@@ -249,8 +250,9 @@ def fill_masks(matchers: Sequence[Matcher], bitmask: np.ndarray, indices: Sequen
     vocabulary needs; the matchers may come from different compiled grammars of that vocabulary.
     The masks are filled in native code with the GIL released, the rows split over ``threads``
     threads; the Python work per matcher (gathering its state, planning its row, budgets) stays on the
-    calling thread, while the other threads (native, never holding the GIL; Linux only: elsewhere the
-    calling thread fills every row) already fill the rows planned so far. Rows not named
+    calling thread, while the other threads (native, never holding the GIL; Linux only, and for a
+    C-contiguous bitmask: otherwise the calling thread fills every row) already fill the rows planned
+    so far. Rows not named
     are left as they are (the bitmask may have more rows than matchers, as xgrammar's batched fill
     allows).
 
@@ -263,7 +265,10 @@ def fill_masks(matchers: Sequence[Matcher], bitmask: np.ndarray, indices: Sequen
         raise ConfigurationError(f"threads must be a positive int, got {threads!r}")
     groups: list[_Group] = []
     rows = _check_args(matchers, bitmask, indices)
-    with crew(min(threads, len(matchers)) - 1, len(matchers)) as helpers:
+    # The helpers read arrays as C-contiguous (a strided bitmask, such as a wider array's first columns, is filled
+    # by the calling thread alone).
+    helpers_wanted = min(threads, len(matchers)) - 1 if bitmask.flags.c_contiguous else 0
+    with crew(helpers_wanted, len(matchers)) as helpers:
         failed = True
         try:
             memo, own, budgeted = _plan(matchers, rows, bitmask, helpers, groups)

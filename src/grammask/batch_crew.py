@@ -48,6 +48,7 @@ from grammask.batch_kernels import (
     SPIN_FILLED,
     SPIN_ROWS,
     YIELD_EVERY,
+    publish,
     wait,
     work,
 )
@@ -170,7 +171,7 @@ def _serve(mail):
 
 
 @nb.njit(cache=True)
-def _open(mail, seats, avoid):
+def _open_seats(mail, seats, avoid):
     """Start a call (its first group published) with ``seats`` seats and wake that many threads, unless the caller
     is no longer on CPU ``avoid`` (the one the threads are kept off; -1: none): then nothing. The caller's CPU."""
     cpu = current_cpu()
@@ -180,24 +181,6 @@ def _open(mail, seats, avoid):
         atomic_add(mail, _EPOCH, 1)
         wake(mail, _EPOCH, seats)
     return cpu
-
-
-@nb.njit(cache=True)
-def _describe_group(row, ctl, bitmask, plan, states, n_unknown, memo, flags):
-    """Write a group's own arrays' descriptors into ``row`` (as :func:`describe` does, in :data:`LAYOUT` order)."""
-    row[0, 0], row[0, 1] = ctl.ctypes.data, ctl.shape[0]
-    row[1, 0], row[1, 1], row[1, 2] = bitmask.ctypes.data, bitmask.shape[0], bitmask.shape[1]
-    row[2, 0], row[2, 1], row[2, 2] = plan.ctypes.data, plan.shape[0], plan.shape[1]
-    row[3, 0], row[3, 1] = states.ctypes.data, states.shape[0]
-    row[4, 0], row[4, 1] = n_unknown.ctypes.data, n_unknown.shape[0]
-    row[5, 0], row[5, 1], row[5, 2] = memo.ctypes.data, memo.shape[0], memo.shape[1]
-    row[6, 0], row[6, 1] = flags.ctypes.data, flags.shape[0]
-
-
-@nb.njit(cache=True)
-def _set(mail, cell, value):
-    """``mail[cell] = value``, seen by the threads after everything written before it."""
-    atomic_store(mail, cell, value)
 
 
 @nb.njit(cache=True)
@@ -245,16 +228,16 @@ class Crew:
     def _open(self) -> None:
         """Open the call's seats and wake the threads."""
         seats = self._wanted
-        cpu = _open(self.mail, seats, self._avoid)
+        cpu = _open_seats(self.mail, seats, self._avoid)
         woken = cpu == self._avoid
         if not woken:  # the caller moved: steer the threads off its CPU first
             self._steer(cpu)
-            woken = _open(self.mail, seats, cpu) == cpu  # (unless it moved again: then no help this time)
+            woken = _open_seats(self.mail, seats, cpu) == cpu  # (unless it moved again: then no help this time)
         self._seats = seats if woken else 0
 
     def _steer(self, cpu: int) -> None:
         """Keep the threads off CPU ``cpu`` (if the caller may run on others)."""
-        cpus = os.sched_getaffinity(0) if hasattr(os, "sched_getaffinity") else set()
+        cpus = os.sched_getaffinity(0)  # (Linux: no crews elsewhere)
         if cpu >= 0 and len(cpus) > 1:
             for thread in self._ids:
                 with contextlib.suppress(OSError):  # a CPU the threads may not use
@@ -265,7 +248,7 @@ class Crew:
         """Hand group ``g`` (its own arrays, in :data:`LAYOUT` order, and the tables of the grammar ``view`` reads) to
         the threads (the first wakes them: a woken thread finds work at once, and a call without groups wakes none)."""
         d = self._table[g]
-        _describe_group(d, *own)
+        describe(own, d[:_OWN], 0)
         known = self._tables.get(view)
         if known is None or known[0] is not view.fill_args:  # new, or its tables grew
             rows = np.empty((len(LAYOUT) - _OWN, 3), dtype=np.int64)
@@ -276,13 +259,13 @@ class Crew:
             self.mail[_GROUPS] = 1
             self._open()
         else:
-            _set(self.mail, _GROUPS, g + 1)
+            publish(self.mail, _GROUPS, g + 1)
 
     def close(self) -> None:
         """End the call: no more groups, no more seats; wait for the threads that took one to leave."""
         if not self._seats:
             return
-        _set(self.mail, _PLANNED, 1)
+        publish(self.mail, _PLANNED, 1)
         joined = self._seats - _close(self.mail)
         while not wait(self.mail, _GONE, joined, SPIN_FILLED):
             time.sleep(SLEEP)  # a thread still fills a row it took (or the OS stopped it meanwhile)

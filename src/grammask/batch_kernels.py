@@ -35,6 +35,7 @@ DECIDE = -1
 # that Python must finish (classes or EOS the kernel could not decide), planning succeeded (rows may go to the
 # bitmask), next row to copy there, rows copied (or found copied).
 READY, NEXT, DONE, FILLED, LEFT, VALID, NEXT_COPY, COPIED = range(8)
+CELLS = 8
 # A plan row's flag: not filled yet, filled in its memo row only, in the bitmask too.
 EMPTY, IN_MEMO, COPIED_OUT = range(3)
 # Rows planned between two publications to the threads already filling (a row takes a few microseconds to plan):

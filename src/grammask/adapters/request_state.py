@@ -127,13 +127,18 @@ def fill_rows(states: Sequence[RequestMatcher], bitmask: np.ndarray, rows: Seque
     """Fill row ``rows[i]`` of ``bitmask`` (2-D int32) as ``states[i].fill`` would: the requests whose rows are as
     wide as their vocabulary's masks in one :func:`~grammask.batch.fill_masks` call on ``threads`` threads, the others
     one by one."""
-    batched = [i for i, s in enumerate(states) if s._words == bitmask.shape[1]]
-    fill_masks([states[i].matcher for i in batched], bitmask, [rows[i] for i in batched], threads=threads)
-    for i in batched:
-        if states[i]._stops:
-            states[i]._mark_stops(bitmask[rows[i]])
-    for i in sorted(set(range(len(states))) - set(batched)):
-        states[i].fill(bitmask[rows[i]])
+    batched: list[RequestMatcher] = []
+    batched_rows: list[int] = []
+    for state, row in zip(states, rows, strict=True):
+        if state._words == bitmask.shape[1]:
+            batched.append(state)
+            batched_rows.append(row)
+        else:
+            state.fill(bitmask[row])
+    fill_masks([state.matcher for state in batched], bitmask, batched_rows, threads=threads)
+    for state, row in zip(batched, batched_rows, strict=True):
+        if state._stops:
+            state._mark_stops(bitmask[row])
 
 
 def _whole_chars(data: bytes) -> str:

@@ -28,7 +28,6 @@ def unseen_nodes(stack: Stack | None, known: dict[int, tuple]) -> tuple[list[Sta
     return chain, None
 
 
-
 class StackNumbers:
     """A number per stack, equal for stacks equal by value and never given to two different ones, so that a table
     keyed by stacks hashes an int instead of a tuple chain. Numbered node by node: a new stack is a node or two on
@@ -57,6 +56,7 @@ class StackNumbers:
             number = known if known is not None else self._numbers.setdefault((node[0], number), next(self._count))
             self._nodes[id(node)] = (node, number)
         return number
+
 
 class LRRunner:
     """Feeds terminals to persistent LR stacks using a grammar's :class:`ParseTables`."""
