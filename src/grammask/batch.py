@@ -9,14 +9,13 @@ looked up, not fed), publishing the rows a few at a time, per compiled grammar a
 ``n - 1`` helper threads (``threads=n``, woken when the first group of rows is published:
 :mod:`grammask.batch_crew`; they never take the GIL) already fill them in a ``nogil`` Numba kernel (:mod:`grammask.batch_kernels`): a thread
 takes the next published row by an atomic compare-and-swap (:mod:`grammask.atomics`), copies the pair's
-precomputed mask into the matcher's memo row, adds the marked classes the stack accepts and EOS where the
-stack takes the end terminals, and copies the row into the bitmask once planning has succeeded (rows filled
-before, after it): an error while planning leaves the bitmask as it was. When planning ends the calling
-thread fills too. A helper that the OS wakes late takes fewer rows or none: no row waits for it. Rows the
-kernel cannot decide (classes or the end that reduce below the top states it was given) are made again
-afterwards as ``fill_mask`` makes them, and token budgets are applied per row in Python; so is EOS with an
-indenter (its end closes blocks first). The memo rows of one call are rows of one array: a matcher kept
-after the others are gone keeps it.
+precomputed mask into the matcher's bitmask row and adds the marked classes the stack accepts and EOS where the
+stack takes the end terminals. When planning ends the calling thread fills too. A helper that the OS wakes late
+takes fewer rows or none: no row waits for it. Rows the kernel cannot decide (classes or the end that reduce below
+the top states it was given) are made again afterwards as ``fill_mask`` makes them, and token budgets are applied
+per row in Python; so is EOS with an indenter (its end closes blocks first). A batched row is not kept as the
+matcher's memo (``fill_mask`` keeps one: a state asked twice costs a copy): an engine asks each state once, and
+a memo would write every row twice.
 """
 
 from __future__ import annotations
@@ -33,7 +32,6 @@ from grammask.batch_kernels import (
     CELLS,
     CHUNK,
     COLUMNS,
-    COPIED,
     DECIDE,
     DONE,
     EOS,
@@ -46,7 +44,6 @@ from grammask.batch_kernels import (
     SLEEP,
     SPIN_FILLED,
     SPIN_ROWS,
-    VALID,
     publish,
     wait,
     work,
@@ -70,23 +67,20 @@ class _Group:
         self.entries: list[Matcher] = []  # per plan row
         self.chunk, self.max_chunk = chunk, max_chunk
         self.ctl = np.zeros(CELLS, dtype=np.int64)
-        self.flags = np.zeros(capacity, dtype=np.int64)  # per plan row, EMPTY, IN_MEMO or COPIED_OUT
         self.plan = np.empty((capacity, COLUMNS), dtype=np.int64)
         self._flat = self.plan.reshape(-1)
         self.states = np.empty(capacity * _STACK_VIEW, dtype=np.int32)
         self.n_unknown = np.zeros(capacity, dtype=np.int64)
-        self.memo = np.empty((capacity, bitmask.shape[1]), dtype=np.int32)
         # The tables as they are now hold every pair looked up before (tables only grow; :func:`_plan` starts another
         # group where a lookup builds a state).
-        self.args = (bitmask, self.plan, self.states, self.n_unknown, self.memo, self.flags, view.fill_args)
+        self.args = (bitmask, self.plan, self.states, self.n_unknown, view.fill_args)
         self._rows: list[int] = []  # the plan rows since the last publication, one after another
         self._tops: list[int] = []
         self._n_states = 0
         self._n = 0  # rows planned
 
     def add(self, m: Matcher, row: int, q: int, pair: int) -> None:
-        """Plan matcher ``m``'s row ``row`` (lexer state ``q``, ``pair`` from :func:`_pairs`) and give the matcher
-        its memo row (filled by the kernel, and by :meth:`finish` where Python decides classes or EOS)."""
+        """Plan matcher ``m``'s row ``row`` (lexer state ``q``, ``pair`` from :func:`_plan`; -1: terminated)."""
         a = b = self._n_states
         if pair < 0:
             self._rows += (row, 0, -1, 1, a, b, 0)
@@ -106,8 +100,6 @@ class _Group:
                     left -= 1
                 b = self._n_states = a + _STACK_VIEW - left
             self._rows += (row, q, pair, eos, a, b, marked)
-            m._mask = self.memo[self._n]
-            m._mask_key = (q, stack, post, m._late)
         self.entries.append(m)
         self._n += 1
         if len(self._rows) == self.chunk * COLUMNS:
@@ -123,27 +115,21 @@ class _Group:
         publish(self.ctl, READY, n)
 
     def fill(self, failed: bool = False) -> None:
-        """Publish the last rows and let the rows go to the bitmask (unless planning ``failed``: then the bitmask is
-        left as it was and the matchers forget the memo rows they were given), fill what is left on this thread and
-        wait for the rows helper threads took."""
+        """Publish the last rows, fill what is left on this thread and wait for the rows helper threads took; if
+        planning ``failed``, publish no more and clear the rows published (their Python part is never made)."""
         ctl = self.ctl
-        if failed:
-            for m in self.entries:
-                m._mask_key = None
-        else:
-            if self._rows:
-                self._publish()
-            publish(ctl, VALID, 1)
+        if self._rows and not failed:
+            self._publish()
         publish(ctl, DONE, 1)
         work(ctl, SPIN_ROWS, *self.args)
-        for cell in (FILLED,) if failed else (FILLED, COPIED):
-            while not wait(ctl, cell, ctl[READY], SPIN_FILLED):
-                time.sleep(SLEEP)  # a helper still fills a row it took (or the OS stopped it meanwhile)
+        while not wait(ctl, FILLED, ctl[READY], SPIN_FILLED):
+            time.sleep(SLEEP)  # a helper still fills a row it took (or the OS stopped it meanwhile)
+        if failed:
+            self.args[0][self.plan[: ctl[READY], ROW]] = 0
 
     def finish(self, bitmask: np.ndarray) -> None:
         """The rows where the kernel left classes undecided (stacks deeper than it was given), as ``fill_mask``
-        makes them (its compiled check, then Python), EOS where the kernel could not decide it, and their memo rows
-        again."""
+        makes them (its compiled check, then Python), and EOS where the kernel could not decide it."""
         if not self.ctl[LEFT]:
             return
         view = self.view
@@ -156,7 +142,6 @@ class _Group:
                 m._table_mask(mask, q, m._stack)
             if eos[i] == ALWAYS or (eos[i] == UNKNOWN and m._accepts_end(q, m._stack, m._post)):
                 mask[view.eos_words] |= view.eos_bits
-            self.memo[i] = mask
 
 
 def _plan(matchers: Sequence[Matcher], rows: Sequence[int], bitmask: np.ndarray, helpers: Crew | None,
@@ -165,21 +150,15 @@ def _plan(matchers: Sequence[Matcher], rows: Sequence[int], bitmask: np.ndarray,
     built a state's tables: the groups before hold the tables as they were), publishing them as it goes; the
     matchers (with their rows) whose memo holds their mask, those Python makes the mask of, and those with budgets.
 
-    Raises :class:`ConfigurationError` if ``bitmask``'s rows are not as wide as a matcher's vocabulary needs, and
-    :class:`MatcherStateError` as ``fill_mask`` does when no mask table covers a state it would look up (before
-    any row reaches the bitmask: see :meth:`_Group.fill`).
+    Raises :class:`MatcherStateError` as ``fill_mask`` does when no mask table covers a state it would look up (the
+    rows published to helper threads before it are cleared: see :meth:`_Group.fill`).
     """
     current: dict[int, _Group] = {}
     memo: list[tuple[Matcher, int]] = []
     own: list[tuple[Matcher, int]] = []
     budgeted: list[tuple[Matcher, int]] = []
-    view = None
     for m, row in zip(matchers, rows, strict=True):
-        if m._rt is not view:  # a batch's matchers mostly share one grammar: one check for a run of them
-            view = m._rt
-            if bitmask.shape[1] != view.n_words:
-                raise ConfigurationError(f"bitmask rows have {bitmask.shape[1]} words, expected {view.n_words} for "
-                                         f"{m.compiled.vocab.n_logits} logits")
+        view = m._rt
         q = m._lexstate
         pair = -1
         if q != _TERMINATED:
@@ -188,7 +167,7 @@ def _plan(matchers: Sequence[Matcher], rows: Sequence[int], bitmask: np.ndarray,
                 continue
             if m._budget is not None:
                 budgeted.append((m, row))
-            if m._memo_valid():  # also a matcher named twice, planned before
+            if m._memo_valid():  # its own fill_mask's last row
                 memo.append((m, row))
                 continue
             if _counted_near(m):
@@ -215,7 +194,7 @@ def _counted_near(m: Matcher) -> bool:
 
 def _check_args(matchers: Sequence[Matcher], bitmask: np.ndarray, indices: Sequence[int] | None) -> Sequence[int]:
     """The row of each matcher; :class:`ConfigurationError` for the argument errors :func:`fill_masks` names (but
-    the rows' width and ``threads``)."""
+    ``threads``)."""
     if not isinstance(bitmask, np.ndarray) or bitmask.ndim != 2 or bitmask.dtype != np.int32:
         raise ConfigurationError("bitmask must be a 2-D int32 NumPy array (rows of mask words)")
     if not bitmask.flags.writeable:
@@ -237,6 +216,13 @@ def _check_args(matchers: Sequence[Matcher], bitmask: np.ndarray, indices: Seque
             raise ConfigurationError(f"row index {bad[0]} is out of range for a bitmask of {n_rows} rows")
         if len(set(rows)) != len(rows):
             raise ConfigurationError("indices name the same row twice")
+    view = None
+    for m in matchers:
+        if m._rt is not view:  # a batch's matchers mostly share one grammar: one check for a run of them
+            view = m._rt
+            if bitmask.shape[1] != view.n_words:
+                raise ConfigurationError(f"bitmask rows have {bitmask.shape[1]} words, expected {view.n_words} for "
+                                         f"{m.compiled.vocab.n_logits} logits")
     return rows
 
 
@@ -258,8 +244,9 @@ def fill_masks(matchers: Sequence[Matcher], bitmask: np.ndarray, indices: Sequen
 
     Raises :class:`ConfigurationError` if ``bitmask`` is not a writable 2-D int32 array with rows of
     the vocabulary's width, if without ``indices`` it has fewer rows than matchers, if ``indices``
-    does not give each matcher its own row in range, or if ``threads`` is not a positive int;
-    :class:`MatcherStateError` as ``fill_mask`` does. Either comes before anything is written.
+    does not give each matcher its own row in range, or if ``threads`` is not a positive int, before
+    anything is written; :class:`MatcherStateError` as ``fill_mask`` does (an internal error: with
+    helper threads, rows they had begun are left all zeros, no token allowed; the others as they were).
     """
     if not isinstance(threads, int) or threads < 1:
         raise ConfigurationError(f"threads must be a positive int, got {threads!r}")

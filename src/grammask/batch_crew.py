@@ -62,17 +62,17 @@ if TYPE_CHECKING:
 _EPOCH, _SEATS, _GONE, _GROUPS, _PLANNED, _TABLE, _TABLE_ROWS = range(7)
 _CELLS = 7
 _CLOSED = -(1 << 40)
-# A group's arrays as the kernel takes them, in descriptor order: dtype and dimensions. The first seven are the
-# group's own (control cells, bitmask, plan, top states, undecided classes, memo rows, flags), then the grammar's
+# A group's arrays as the kernel takes them, in descriptor order: dtype and dimensions. The first five are the
+# group's own (control cells, bitmask, plan, top states, undecided classes), then the grammar's
 # tables (``MatcherView.fill_args``); :func:`_tables` reads them back in the same order.
 LAYOUT = (
-    (np.int64, 1), (np.int32, 2), (np.int64, 2), (np.int32, 1), (np.int64, 1), (np.int32, 2), (np.int64, 1),
+    (np.int64, 1), (np.int32, 2), (np.int64, 2), (np.int32, 1), (np.int64, 1),
     (np.int32, 1), (np.int32, 1), (np.int32, 2), (np.int64, 1), (np.uint8, 1), (np.int64, 2), (np.int32, 1),
     (np.int32, 1), (np.int32, 1), (np.int32, 2), (np.int32, 2), (np.int32, 1), (np.int32, 1), (np.int64, 1),
     (np.int32, 1), (np.int32, 1), (np.int32, 1), (np.int32, 1), (np.bool_, 1), (np.int64, 1), (np.int32, 1),
     (np.int32, 1), (np.int64, 1), (np.int32, 1), (np.int32, 2),
 )
-_OWN = 7
+_OWN = 5
 _NOWHERE = -2  # no CPU: the threads were never steered
 # Polls a thread with a seat spins waiting for the next group before it naps (microseconds) between looks.
 _SPIN_GROUPS = 1 << 16
@@ -105,21 +105,20 @@ def _at2(d, k, dtype):
 @nb.njit(cache=True, nogil=True)
 def _tables(d):
     """The grammar's tables of descriptor ``d`` (its rows from ``_OWN`` on, as :data:`LAYOUT` lists them)."""
-    return (_at1(d, 7, np.int32), _at1(d, 8, np.int32), _at2(d, 9, np.int32), _at1(d, 10, np.int64),
-            _at1(d, 11, np.uint8), _at2(d, 12, np.int64), _at1(d, 13, np.int32), _at1(d, 14, np.int32),
-            _at1(d, 15, np.int32), _at2(d, 16, np.int32), _at2(d, 17, np.int32), _at1(d, 18, np.int32),
-            _at1(d, 19, np.int32), _at1(d, 20, np.int64), _at1(d, 21, np.int32), _at1(d, 22, np.int32),
-            _at1(d, 23, np.int32), _at1(d, 24, np.int32), _at1(d, 25, np.bool_), _at1(d, 26, np.int64),
-            _at1(d, 27, np.int32), _at1(d, 28, np.int32), _at1(d, 29, np.int64), _at1(d, 30, np.int32),
-            _at2(d, 31, np.int32))
+    return (_at1(d, 5, np.int32), _at1(d, 6, np.int32), _at2(d, 7, np.int32), _at1(d, 8, np.int64),
+            _at1(d, 9, np.uint8), _at2(d, 10, np.int64), _at1(d, 11, np.int32), _at1(d, 12, np.int32),
+            _at1(d, 13, np.int32), _at2(d, 14, np.int32), _at2(d, 15, np.int32), _at1(d, 16, np.int32),
+            _at1(d, 17, np.int32), _at1(d, 18, np.int64), _at1(d, 19, np.int32), _at1(d, 20, np.int32),
+            _at1(d, 21, np.int32), _at1(d, 22, np.int32), _at1(d, 23, np.bool_), _at1(d, 24, np.int64),
+            _at1(d, 25, np.int32), _at1(d, 26, np.int32), _at1(d, 27, np.int64), _at1(d, 28, np.int32),
+            _at2(d, 29, np.int32))
 
 
 @nb.njit(cache=True, nogil=True)
 def _fill_group(d):
     """Fill rows of the group descriptor ``d`` describes until its planning is done and none is left."""
     ctl = _at1(d, 0, np.int64)
-    args = (_at2(d, 1, np.int32), _at2(d, 2, np.int64), _at1(d, 3, np.int32), _at1(d, 4, np.int64),
-            _at2(d, 5, np.int32), _at1(d, 6, np.int64), _tables(d))
+    args = (_at2(d, 1, np.int32), _at2(d, 2, np.int64), _at1(d, 3, np.int32), _at1(d, 4, np.int64), _tables(d))
     while not work(ctl, SPIN_ROWS, *args):
         nap(_NAP_US)  # no rows for a while: planning is slow (a state's tables being built)
 

@@ -32,12 +32,9 @@ ROW, LEX, PAIR, EOS, STATES_A, STATES_B, MARKED = range(7)
 COLUMNS = 7
 DECIDE = -1
 # Cells of a group's control array: plan rows published, next row to take, planning done, rows filled, rows filled
-# that Python must finish (classes or EOS the kernel could not decide), planning succeeded (rows may go to the
-# bitmask), next row to copy there, rows copied (or found copied).
-READY, NEXT, DONE, FILLED, LEFT, VALID, NEXT_COPY, COPIED = range(8)
-CELLS = 8
-# A plan row's flag: not filled yet, filled in its memo row only, in the bitmask too.
-EMPTY, IN_MEMO, COPIED_OUT = range(3)
+# that Python must finish (classes or EOS the kernel could not decide).
+READY, NEXT, DONE, FILLED, LEFT = range(5)
+CELLS = 5
 # Rows planned between two publications to the threads already filling (a row takes a few microseconds to plan):
 # 2 at first, so that they start soon, then twice as many each time up to ``CHUNK``.
 FIRST_CHUNK = 2
@@ -61,15 +58,15 @@ def copy_words(dst, src):
 
 
 @nb.njit(cache=True, nogil=True)
-def fill_row(i, plan, states, n_unknown, memo, tables, stack_room, scratch):
-    """Fill ``memo[i]``: the pair's mask, its marked classes the stack accepts (:func:`add_marked_classes`), EOS
+def fill_row(i, plan, states, n_unknown, bitmask, tables, stack_room, scratch):
+    """Fill plan row ``i``'s bitmask row: the pair's mask, its marked classes the stack accepts (:func:`add_marked_classes`), EOS
     (decided here where the plan says so); ``n_unknown[i]`` = classes left undecided. Whether Python must finish the
     row (classes or EOS left undecided). ``stack_room`` and ``scratch``: a thread's room for the stack's top states
     and for :func:`feed_sequence`."""
     (pair_mask, pair_marks, masks, marks_ptr, marks, state_span, state_class, state_lcp, state_dep, action, goto,
      rule_len, rule_lhs, seq_ptr, seq_terms, class_follow, follow_ptr, follow_terms, follow_any, word_ptr, words, bits,
      eos_words, eos_bits, end_table) = tables
-    row = memo[i]
+    row = bitmask[plan[i, ROW]]
     pair = plan[i, PAIR]
     n = 0
     if pair < 0:
@@ -99,10 +96,9 @@ def fill_row(i, plan, states, n_unknown, memo, tables, stack_room, scratch):
 
 
 @nb.njit(cache=True, nogil=True)
-def work(ctl, spin, bitmask, plan, states, n_unknown, memo, flags, tables):
+def work(ctl, spin, bitmask, plan, states, n_unknown, tables):
     """Take published plan rows one at a time (``ctl[NEXT]``) and fill them (:func:`fill_row`) until planning is
-    done and none is left (True), or until ``spin`` polls in a row found nothing new to take (False). A row goes to
-    the bitmask once planning has succeeded: at once if it has, else by :func:`copy_out` after it."""
+    done and none is left (True), or until ``spin`` polls in a row found nothing new to take (False)."""
     stack_room = np.empty(_STACK_VIEW, dtype=np.int32)
     scratch = np.empty(SCRATCH, dtype=np.int32)
     idle = 0
@@ -112,18 +108,11 @@ def work(ctl, spin, bitmask, plan, states, n_unknown, memo, flags, tables):
         i = atomic_load(ctl, NEXT)
         if i < ready:
             if atomic_cas(ctl, NEXT, i, i + 1) == i:
-                if fill_row(i, plan, states, n_unknown, memo, tables, stack_room, scratch):
+                if fill_row(i, plan, states, n_unknown, bitmask, tables, stack_room, scratch):
                     atomic_add(ctl, LEFT, 1)
-                if atomic_load(ctl, VALID):
-                    copy_words(bitmask[plan[i, ROW]], memo[i])
-                    atomic_store(flags, i, COPIED_OUT)
-                else:
-                    atomic_store(flags, i, IN_MEMO)
                 atomic_add(ctl, FILLED, 1)
                 idle = 0
         elif done:
-            if atomic_load(ctl, VALID):
-                copy_out(ctl, bitmask, plan, memo, flags)
             return True
         else:
             idle += 1
@@ -131,26 +120,6 @@ def work(ctl, spin, bitmask, plan, states, n_unknown, memo, flags, tables):
                 return False
             if idle % YIELD_EVERY == 0:
                 yield_cpu()  # on a busy machine the thread that plans the rows may be waiting for this CPU
-
-
-@nb.njit(cache=True, nogil=True, inline="always")
-def copy_out(ctl, bitmask, plan, memo, flags):
-    """Copy to the bitmask, one at a time (``ctl[NEXT_COPY]``), the rows filled before planning succeeded (waiting
-    for those still being filled)."""
-    ready = atomic_load(ctl, READY)
-    while True:
-        j = atomic_load(ctl, NEXT_COPY)
-        if j >= ready:
-            return
-        if atomic_cas(ctl, NEXT_COPY, j, j + 1) == j:
-            k = 0
-            while atomic_load(flags, j) == EMPTY:  # another thread fills it now
-                k += 1
-                if k % YIELD_EVERY == 0:
-                    yield_cpu()
-            if atomic_load(flags, j) == IN_MEMO:
-                copy_words(bitmask[plan[j, ROW]], memo[j])
-            atomic_add(ctl, COPIED, 1)
 
 
 @nb.njit(cache=True, nogil=True)
