@@ -314,25 +314,23 @@ def test_helpers_kept_off_the_callers_cpu_and_steered_again_when_it_moves(monkey
         assert os.sched_getaffinity(0) == allowed and (got == expected).all()
 
 
-def test_helpers_keep_no_grammar_alive(monkeypatch):
+def test_described_tables_keep_no_grammar_alive(monkeypatch):
     import gc
+    import weakref
 
     from grammask import batch_crew
 
-    if not batch_crew.HAS_FUTEX:
-        pytest.skip("no helper threads on this platform")
-    monkeypatch.setattr(batch_crew, "_free", [])
+    monkeypatch.setattr(batch_crew, "_described", weakref.WeakKeyDictionary())
     vocab = get_vocab("smollm2")
     compiler = Compiler(vocab, cache=False)  # (its in-memory cache holds what it compiled)
     compiled = compiler.compile(Grammar.from_lark('start: "[" ("a" | "b")* "]"'))
     m = compiled.matcher()
     m.advance(vocab.encode("[")[0])
     fill_masks([m, m.fork()], allocate_bitmask(2, vocab.n_logits), threads=2)
-    (crew,) = batch_crew._free
-    assert len(crew._tables) == 1
+    assert len(batch_crew._described) == 1
     del compiler, compiled, m
     gc.collect()
-    assert len(crew._tables) == 0
+    assert len(batch_crew._described) == 0
 
 
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork")
@@ -372,14 +370,14 @@ def test_descriptors_read_back_as_the_arrays_they_describe():
 
     view = _mid_document_matchers(get_compiled("json", "smollm2"), get_vocab("smollm2"), seed=25, n=1)[0]._rt
     rows = np.empty((len(batch_crew.LAYOUT), 3), dtype=np.int64)
-    batch_crew.describe(view.fill_args, rows[batch_crew._OWN :], batch_crew._OWN)
+    batch_crew.describe(view.fill_args, rows[batch_crew.OWN :], batch_crew.OWN)
     back = read_back(rows)
     assert len(back) == len(view.fill_args)
     for a, b in zip(view.fill_args, back, strict=True):
         assert a.dtype == b.dtype and a.shape == b.shape and (a == b).all()
     wrong = (view.fill_args[0].astype(np.int64), *view.fill_args[1:])
-    with pytest.raises(MatcherStateError, match=f"batch kernel array {batch_crew._OWN} is int64"):
-        batch_crew.describe(wrong, rows[batch_crew._OWN :], batch_crew._OWN)
+    with pytest.raises(MatcherStateError, match=f"batch kernel array {batch_crew.OWN} is int64"):
+        batch_crew.describe(wrong, rows[batch_crew.OWN :], batch_crew.OWN)
 
 
 def test_eos_decided_in_python_where_the_kernel_cannot(monkeypatch):
@@ -454,7 +452,7 @@ def test_kernel_runs_without_the_gil():
     got = allocate_bitmask(len(matchers), vocab.n_logits)
     view = matchers[0]._rt
     pairs = [view.pairs(m.lexer_state)[m.stack[0]] for m in matchers]
-    group = batch._Group(view, got, len(matchers), 1, 1)
+    group = batch._Group(view, got, None, batch._Arrays(len(matchers)), 1, 1)
     finished = []
     helper = threading.Thread(target=lambda: finished.append(batch_kernels.work(group.ctl, 1 << 31, *group.args)))
     helper.start()

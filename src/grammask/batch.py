@@ -21,13 +21,22 @@ a memo would write every row twice.
 from __future__ import annotations
 
 import operator
+import threading
 import time
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 import numpy as np
 
-from grammask.batch_crew import Crew, crew
+from grammask.batch_crew import (
+    LAYOUT,
+    OWN,
+    Crew,
+    crew,
+    describe,
+    fill_group,
+    table_rows,
+)
 from grammask.batch_kernels import (
     CELLS,
     CHUNK,
@@ -56,24 +65,68 @@ if TYPE_CHECKING:
     from grammask.engine import MatcherView
 
 
+class _Arrays:
+    """A group's own arrays for up to ``capacity`` rows (control cells, plan, top states, undecided classes) and the
+    group's descriptor with them described; kept for later calls (:func:`_take`): making and describing them anew
+    took ~0.1 ms of a call."""
+
+    def __init__(self, capacity: int):
+        self.capacity = capacity
+        self.ctl = np.zeros(CELLS, dtype=np.int64)
+        self.plan = np.empty((capacity, COLUMNS), dtype=np.int64)
+        self.flat = self.plan.reshape(-1)
+        self.states = np.empty(capacity * _STACK_VIEW, dtype=np.int32)
+        self.n_unknown = np.zeros(capacity, dtype=np.int64)
+        self.desc = np.zeros((len(LAYOUT), 3), dtype=np.int64)
+        describe((self.ctl,), self.desc[:1], 0)
+        describe((self.plan, self.states, self.n_unknown), self.desc[2:OWN], 2)
+
+
+_spare: list[_Arrays] = []
+_spare_lock = threading.Lock()
+_SPARE = 8  # arrays kept for later calls
+
+
+def _take(n: int) -> _Arrays:
+    """Arrays for ``n`` rows: kept ones if some are large enough, else new ones (a power of two of rows)."""
+    with _spare_lock:
+        for k, arrays in enumerate(_spare):
+            if arrays.capacity >= n:
+                return _spare.pop(k)
+    return _Arrays(1 << max(n - 1, 0).bit_length())
+
+
+def _give(arrays: _Arrays) -> None:
+    """Keep ``arrays`` for a later call."""
+    with _spare_lock:
+        if len(_spare) < _SPARE:
+            _spare.append(arrays)
+
+
 class _Group:
     """The rows of one engine's matchers (while its tables do not grow): :meth:`add` plans each (top stack states,
     EOS) and publishes them a few at a time to the helper threads, which fill them meanwhile (with no helpers, all
     at once: ``chunk`` = ``max_chunk`` = the number of matchers); :meth:`fill` fills what is left on this
-    thread; :meth:`finish` is Python's part."""
+    thread; :meth:`finish` is Python's part. ``bitmask_row``: the bitmask's descriptor row, None where it is not
+    C-contiguous (the kernel then gets the arrays themselves)."""
 
-    def __init__(self, view: MatcherView, bitmask: np.ndarray, capacity: int, chunk: int, max_chunk: int):
+    def __init__(self, view: MatcherView, bitmask: np.ndarray, bitmask_row: tuple[int, int, int] | None,
+                 arrays: _Arrays, chunk: int, max_chunk: int):
         self.view = view
         self.entries: list[Matcher] = []  # per plan row
         self.chunk, self.max_chunk = chunk, max_chunk
-        self.ctl = np.zeros(CELLS, dtype=np.int64)
-        self.plan = np.empty((capacity, COLUMNS), dtype=np.int64)
-        self._flat = self.plan.reshape(-1)
-        self.states = np.empty(capacity * _STACK_VIEW, dtype=np.int32)
-        self.n_unknown = np.zeros(capacity, dtype=np.int64)
+        self.arrays = arrays
+        self.ctl, self.plan, self.states = arrays.ctl, arrays.plan, arrays.states
+        self.ctl[:] = 0
+        self._flat = arrays.flat
         # The tables as they are now hold every pair looked up before (tables only grow; :func:`_plan` starts another
         # group where a lookup builds a state).
-        self.args = (bitmask, self.plan, self.states, self.n_unknown, view.fill_args)
+        self.args = (bitmask, self.plan, self.states, arrays.n_unknown, view.fill_args)
+        self.desc = None
+        if bitmask_row is not None:
+            self.desc = arrays.desc
+            self.desc[1] = bitmask_row
+            self.desc[OWN:] = table_rows(view)
         self._rows: list[int] = []  # the plan rows since the last publication, one after another
         self._tops: list[int] = []
         self._n_states = 0
@@ -121,7 +174,10 @@ class _Group:
         if self._rows and not failed:
             self._publish()
         publish(ctl, DONE, 1)
-        work(ctl, SPIN_ROWS, *self.args)
+        if self.desc is None:
+            work(ctl, SPIN_ROWS, *self.args)
+        else:
+            fill_group(self.desc)
         while not wait(ctl, FILLED, ctl[READY], SPIN_FILLED):
             time.sleep(SLEEP)  # a helper still fills a row it took (or the OS stopped it meanwhile)
         if failed:
@@ -134,18 +190,18 @@ class _Group:
             return
         view = self.view
         n = self._n
-        eos = self.plan[:n, EOS]
-        for i in np.flatnonzero((self.n_unknown[:n] > 0) | (eos == UNKNOWN)).tolist():
+        eos, n_unknown = self.plan[:n, EOS], self.arrays.n_unknown
+        for i in np.flatnonzero((n_unknown[:n] > 0) | (eos == UNKNOWN)).tolist():
             m, q = self.entries[i], int(self.plan[i, LEX])
             mask = bitmask[self.plan[i, ROW]]
-            if self.n_unknown[i]:
+            if n_unknown[i]:
                 m._table_mask(mask, q, m._stack)
             if eos[i] == ALWAYS or (eos[i] == UNKNOWN and m._accepts_end(q, m._stack, m._post)):
                 mask[view.eos_words] |= view.eos_bits
 
 
-def _plan(matchers: Sequence[Matcher], rows: Sequence[int], bitmask: np.ndarray, helpers: Crew | None,
-          groups: list[_Group]) -> tuple[list[tuple[Matcher, int]], ...]:
+def _plan(matchers: Sequence[Matcher], rows: Sequence[int], bitmask: np.ndarray, bitmask_row: tuple[int, int, int] | None,
+          helpers: Crew | None, groups: list[_Group]) -> tuple[list[tuple[Matcher, int]], ...]:
     """Plan the rows the kernel fills into ``groups`` (one per compiled grammar, and a new one where looking up a pair
     built a state's tables: the groups before hold the tables as they were), publishing them as it goes; the
     matchers (with their rows) whose memo holds their mask, those Python makes the mask of, and those with budgets.
@@ -179,10 +235,10 @@ def _plan(matchers: Sequence[Matcher], rows: Sequence[int], bitmask: np.ndarray,
         group = current.get(id(view))
         if group is None or group.args[-1] is not view.fill_args:
             chunks = (FIRST_CHUNK, CHUNK) if helpers is not None else (len(matchers), len(matchers))
-            group = current[id(view)] = _Group(view, bitmask, len(matchers), *chunks)
-            if helpers is not None:
-                helpers.publish(len(groups), (group.ctl, *group.args[:-1]), view)
+            group = current[id(view)] = _Group(view, bitmask, bitmask_row, _take(len(matchers)), *chunks)
             groups.append(group)
+            if helpers is not None:
+                helpers.publish(len(groups) - 1, group.desc)
         group.add(m, row, q, pair)
     return memo, own, budgeted
 
@@ -252,19 +308,25 @@ def fill_masks(matchers: Sequence[Matcher], bitmask: np.ndarray, indices: Sequen
         raise ConfigurationError(f"threads must be a positive int, got {threads!r}")
     groups: list[_Group] = []
     rows = _check_args(matchers, bitmask, indices)
-    # The helpers read arrays as C-contiguous (a strided bitmask, such as a wider array's first columns, is filled
-    # by the calling thread alone).
-    helpers_wanted = min(threads, len(matchers)) - 1 if bitmask.flags.c_contiguous else 0
-    with crew(helpers_wanted, len(matchers)) as helpers:
-        failed = True
-        try:
-            memo, own, budgeted = _plan(matchers, rows, bitmask, helpers, groups)
-            failed = False
-        finally:
-            for group in groups:
-                group.fill(failed)
-    for group in groups:
-        group.finish(bitmask)
+    # The kernels read arrays by descriptor as C-contiguous (a strided bitmask, such as a wider array's first columns,
+    # is filled by the calling thread alone, from the arrays themselves).
+    contiguous = bitmask.flags.c_contiguous
+    bitmask_row = (bitmask.ctypes.data, *bitmask.shape) if contiguous else None
+    helpers_wanted = min(threads, len(matchers)) - 1 if contiguous else 0
+    try:
+        with crew(helpers_wanted, len(matchers)) as helpers:
+            failed = True
+            try:
+                memo, own, budgeted = _plan(matchers, rows, bitmask, bitmask_row, helpers, groups)
+                failed = False
+            finally:
+                for group in groups:
+                    group.fill(failed)
+        for group in groups:
+            group.finish(bitmask)
+    finally:
+        for group in groups:
+            _give(group.arrays)
     for m, row in memo:
         bitmask[row] = m._mask
     for m, row in own:

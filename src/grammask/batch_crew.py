@@ -72,7 +72,7 @@ LAYOUT = (
     (np.int32, 1), (np.int32, 1), (np.int32, 1), (np.int32, 1), (np.bool_, 1), (np.int64, 1), (np.int32, 1),
     (np.int32, 1), (np.int64, 1), (np.int32, 1), (np.int32, 2),
 )
-_OWN = 5
+OWN = 5
 _NOWHERE = -2  # no CPU: the threads were never steered
 # Polls a thread with a seat spins waiting for the next group before it naps (microseconds) between looks.
 _SPIN_GROUPS = 1 << 16
@@ -104,7 +104,7 @@ def _at2(d, k, dtype):
 
 @nb.njit(cache=True, nogil=True)
 def _tables(d):
-    """The grammar's tables of descriptor ``d`` (its rows from ``_OWN`` on, as :data:`LAYOUT` lists them)."""
+    """The grammar's tables of descriptor ``d`` (its rows from ``OWN`` on, as :data:`LAYOUT` lists them)."""
     return (_at1(d, 5, np.int32), _at1(d, 6, np.int32), _at2(d, 7, np.int32), _at1(d, 8, np.int64),
             _at1(d, 9, np.uint8), _at2(d, 10, np.int64), _at1(d, 11, np.int32), _at1(d, 12, np.int32),
             _at1(d, 13, np.int32), _at2(d, 14, np.int32), _at2(d, 15, np.int32), _at1(d, 16, np.int32),
@@ -115,8 +115,9 @@ def _tables(d):
 
 
 @nb.njit(cache=True, nogil=True)
-def _fill_group(d):
-    """Fill rows of the group descriptor ``d`` describes until its planning is done and none is left."""
+def fill_group(d):
+    """Fill rows of the group descriptor ``d`` describes until its planning is done and none is left (the calling
+    thread's part too: one descriptor crosses into native code, not the 30 arrays it describes)."""
     ctl = _at1(d, 0, np.int64)
     args = (_at2(d, 1, np.int32), _at2(d, 2, np.int64), _at1(d, 3, np.int32), _at1(d, 4, np.int64), _tables(d))
     while not work(ctl, SPIN_ROWS, *args):
@@ -142,7 +143,7 @@ def _help(mail):
     idle = 0
     while True:
         if g < atomic_load(mail, _GROUPS):
-            _fill_group(table[g])
+            fill_group(table[g])
             g += 1
             idle = 0
         elif atomic_load(mail, _PLANNED):
@@ -199,6 +200,20 @@ def describe(arrays: tuple[np.ndarray, ...], out: np.ndarray, first: int) -> Non
         out[k] = (a.ctypes.data, a.shape[0], a.shape[1] if ndim == 2 else 1)
 
 
+# per grammar (its matchers' view, held weakly): its tables as last described, and their descriptor rows
+_described: weakref.WeakKeyDictionary[MatcherView, tuple[tuple, np.ndarray]] = weakref.WeakKeyDictionary()
+
+
+def table_rows(view: MatcherView) -> np.ndarray:
+    """The descriptor rows (from ``OWN`` on) of the tables the grammar ``view`` fills rows from, as they are now."""
+    known = _described.get(view)
+    if known is None or known[0] is not view.fill_args:  # new, or its tables grew
+        rows = np.empty((len(LAYOUT) - OWN, 3), dtype=np.int64)
+        describe(view.fill_args, rows, OWN)
+        known = _described[view] = (view.fill_args, rows)
+    return known[1]
+
+
 class Crew:
     """Threads that help with one call at a time, and their mailbox."""
 
@@ -207,8 +222,6 @@ class Crew:
         self._ids: list[int] = []  # the threads' native ids
         self._avoid = _NOWHERE  # the CPU the threads are kept off (-1: none, where the OS does not say)
         self._table = np.empty((0, len(LAYOUT), 3), dtype=np.int64)
-        # per grammar (its matchers' view, held weakly): its tables as last described, and their descriptor rows
-        self._tables: weakref.WeakKeyDictionary[MatcherView, tuple[tuple, np.ndarray]] = weakref.WeakKeyDictionary()
         self._wanted = self._seats = 0  # seats the call is to open, and has opened
 
     def prepare(self, seats: int, groups: int) -> None:
@@ -243,17 +256,10 @@ class Crew:
                     os.sched_setaffinity(thread, cpus - {cpu})
         self._avoid = cpu
 
-    def publish(self, g: int, own: tuple[np.ndarray, ...], view: MatcherView) -> None:
-        """Hand group ``g`` (its own arrays, in :data:`LAYOUT` order, and the tables of the grammar ``view`` reads) to
+    def publish(self, g: int, d: np.ndarray) -> None:
+        """Hand group ``g`` (its descriptor ``d``: its own arrays and its grammar's tables, in :data:`LAYOUT` order) to
         the threads (the first wakes them: a woken thread finds work at once, and a call without groups wakes none)."""
-        d = self._table[g]
-        describe(own, d[:_OWN], 0)
-        known = self._tables.get(view)
-        if known is None or known[0] is not view.fill_args:  # new, or its tables grew
-            rows = np.empty((len(LAYOUT) - _OWN, 3), dtype=np.int64)
-            describe(view.fill_args, rows, _OWN)
-            known = self._tables[view] = (view.fill_args, rows)
-        d[_OWN:] = known[1]
+        self._table[g] = d
         if g == 0:
             self.mail[_GROUPS] = 1
             self._open()
