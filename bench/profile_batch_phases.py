@@ -79,10 +79,11 @@ def wake_up(repeat: int) -> np.ndarray:
     crew = batch_crew.Crew()
     out = []
     for k in range(repeat + 1):
-        crew.prepare(1, 1)
+        crew.begin(1, 1)  # (seats opened; the thread, started the first time, takes one at once)
+        crew.close()
         time.sleep(PAUSE_S)
         t0 = time.perf_counter()
-        crew._open()  # what publishing a call's first group does
+        crew._open()  # what beginning a call does
         while crew.mail[batch_crew._SEATS] > 0 and time.perf_counter() - t0 < 1:
             pass
         if k:  # the first call starts the thread

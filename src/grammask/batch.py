@@ -32,6 +32,7 @@ from grammask.batch_crew import (
     LAYOUT,
     OWN,
     Crew,
+    address,
     crew,
     describe,
     fill_group,
@@ -307,14 +308,14 @@ def fill_masks(matchers: Sequence[Matcher], bitmask: np.ndarray, indices: Sequen
     if not isinstance(threads, int) or threads < 1:
         raise ConfigurationError(f"threads must be a positive int, got {threads!r}")
     groups: list[_Group] = []
-    rows = _check_args(matchers, bitmask, indices)
     # The kernels read arrays by descriptor as C-contiguous (a strided bitmask, such as a wider array's first columns,
-    # is filled by the calling thread alone, from the arrays themselves).
-    contiguous = bitmask.flags.c_contiguous
-    bitmask_row = (bitmask.ctypes.data, *bitmask.shape) if contiguous else None
-    helpers_wanted = min(threads, len(matchers)) - 1 if contiguous else 0
+    # is filled by the calling thread alone, from the arrays themselves). Helpers are woken first: their wake-up
+    # overlaps the argument checks.
+    contiguous = isinstance(bitmask, np.ndarray) and bitmask.flags.c_contiguous
     try:
-        with crew(helpers_wanted, len(matchers)) as helpers:
+        with crew(min(threads, len(matchers)) - 1 if contiguous else 0, len(matchers)) as helpers:
+            rows = _check_args(matchers, bitmask, indices)
+            bitmask_row = (address(bitmask), *bitmask.shape) if contiguous else None
             failed = True
             try:
                 memo, own, budgeted = _plan(matchers, rows, bitmask, bitmask_row, helpers, groups)

@@ -3,12 +3,12 @@ the GIL: the caller plans rows in Python (holding the GIL) while they fill, and 
 them, not when the interpreter would hand them the GIL.
 
 A crew is a few threads, each in a ``nogil`` Numba loop (:func:`_serve`), and one mailbox (an int64 array). A call
-takes a free crew (:func:`crew`; concurrent calls take different ones). Each group of rows the call plans is
-published to the crew as one row of a descriptor table (every array the group's kernel reads: address and shape; the
-mailbox holds the table's address); the first one opens ``n`` seats and wakes the threads (a futex,
-:mod:`grammask.atomics`), so that a thread wakes to work it can start on (the caller takes ~0.1 ms to make and
-describe the first group, and a thread woken before would have spent its wake-up waiting for it), and a thread that
-took a seat fills each group's rows as they are published (:func:`grammask.batch_kernels.work`), then leaves. A
+takes a free crew (:func:`crew`; concurrent calls take different ones), opens ``n`` seats and wakes the threads as it
+begins (a futex, :mod:`grammask.atomics`: a thread's wake-up, ~0.05-0.15 ms after an idle while, overlaps the
+caller's argument checks and first plans). Each group of rows the call plans is published to the crew as one row of a
+descriptor table (every array the group's kernel reads: address and shape; the mailbox holds the table's address),
+and a thread that took a seat fills each group's rows as they are published (:func:`grammask.batch_kernels.work`),
+then leaves.A
 thread the OS wakes after the call has closed its seats finds none left and goes back to sleep; the call waits for
 the threads that took a seat to leave before its arrays can go. The threads are kept off the caller's CPU (a guest
 OS puts a woken thread on its waker's CPU even where another is idle, and two threads would then share one CPU),
@@ -88,6 +88,12 @@ def _pointer(typingctx, address, dtype):
         return builder.inttoptr(args[0], context.get_value_type(target))
 
     return target(types.int64, dtype), codegen
+
+
+@nb.njit(cache=True)
+def address(a):
+    """The address of array ``a``'s first element (a third of ``a.ctypes.data``'s time in a call after a pause)."""
+    return a.ctypes.data
 
 
 @nb.njit(cache=True, nogil=True, inline="always")
@@ -172,7 +178,7 @@ def _serve(mail):
 
 @nb.njit(cache=True)
 def _open_seats(mail, seats, avoid):
-    """Start a call (its first group published) with ``seats`` seats and wake that many threads, unless the caller
+    """Start a call with ``seats`` seats and wake that many threads, unless the caller
     is no longer on CPU ``avoid`` (the one the threads are kept off; -1: none): then nothing. The caller's CPU."""
     cpu = current_cpu()
     if cpu == avoid:
@@ -224,9 +230,9 @@ class Crew:
         self._table = np.empty((0, len(LAYOUT), 3), dtype=np.int64)
         self._wanted = self._seats = 0  # seats the call is to open, and has opened
 
-    def prepare(self, seats: int, groups: int) -> None:
-        """Get ready for a call with ``seats`` helpers and up to ``groups`` groups (threads started if fewer are
-        there); the threads are woken when the first group is published."""
+    def begin(self, seats: int, groups: int) -> None:
+        """Begin a call with ``seats`` helpers and up to ``groups`` groups: threads started if fewer are there, and
+        woken (they wait for the first group)."""
         while len(self._ids) < seats:
             t = threading.Thread(target=_serve, args=(self.mail,), name=f"grammask-masks-{len(self._ids)}", daemon=True)
             t.start()
@@ -236,6 +242,8 @@ class Crew:
             self._table = np.empty((groups, len(LAYOUT), 3), dtype=np.int64)
             self.mail[_TABLE], self.mail[_TABLE_ROWS] = self._table.ctypes.data, groups
         self._wanted, self._seats = seats, 0
+        self.mail[_GROUPS] = 0
+        self._open()
 
     def _open(self) -> None:
         """Open the call's seats and wake the threads."""
@@ -258,13 +266,9 @@ class Crew:
 
     def publish(self, g: int, d: np.ndarray) -> None:
         """Hand group ``g`` (its descriptor ``d``: its own arrays and its grammar's tables, in :data:`LAYOUT` order) to
-        the threads (the first wakes them: a woken thread finds work at once, and a call without groups wakes none)."""
+        the threads."""
         self._table[g] = d
-        if g == 0:
-            self.mail[_GROUPS] = 1
-            self._open()
-        else:
-            publish(self.mail, _GROUPS, g + 1)
+        publish(self.mail, _GROUPS, g + 1)
 
     def close(self) -> None:
         """End the call: no more groups, no more seats; wait for the threads that took one to leave."""
@@ -282,14 +286,14 @@ _free_lock = threading.Lock()
 
 @contextlib.contextmanager
 def crew(helpers: int, groups: int) -> Iterator[Crew | None]:
-    """A crew prepared for ``helpers`` helper threads and up to ``groups`` groups (None when there are to be none),
-    closed and kept for a later call afterwards."""
+    """A crew with ``helpers`` helper threads woken for a call of up to ``groups`` groups (None when there are to be
+    none), closed and kept for a later call afterwards."""
     if helpers < 1 or not HAS_FUTEX:
         yield None
         return
     with _free_lock:
         c = _free.pop() if _free else Crew()
-    c.prepare(helpers, groups)
+    c.begin(helpers, groups)
     try:
         yield c
     finally:
