@@ -7,7 +7,8 @@ kernel, and after (rows of deep stacks, budgets). With ``threads=2`` the loop ov
 thread's filling, so only "before" and "after" stay serial: the printed bound is
 ``total / (serial + (loop + kernel) / 2)`` (medians over the calls of the share and the bound); the helper
 thread's wake-up after the pause (a seat opened to a helper taking it, measured first) is time it cannot
-help, so the second bound is ``total / (serial + (loop + kernel + wake) / 2)``.
+help (the call wakes it first, but it has no rows before the loop), so the second bound is
+``total / (serial + (loop + kernel + wake) / 2)``.
 
     python bench/profile_batch_phases.py [--cases json,schema,c] [--repeat 11]
 """
@@ -49,23 +50,24 @@ def phases(engine, n_logits: int, repeat: int, wake_ms: float) -> dict[str, floa
 
         setattr(owner, name, wrapper)
 
-    saved = (batch._plan, batch._Group.fill, batch.work)
+    saved = (batch._plan, batch._Group.fill, batch.fill_group)
     timed(batch, "_plan", "plan")
     timed(batch._Group, "fill", "fill")
-    timed(batch, "work", "work")
+    timed(batch, "fill_group", "work")
     rows = []
     try:
         for _ in range(repeat):
             ms = [m.fork() for m in engine.matchers]
             bitmask = ready_bitmask(len(ms), n_logits)
             marks.clear()
+            time.sleep(PAUSE_S)
             t0 = time.perf_counter()
             batch.fill_masks(ms, bitmask, threads=1)
             t1 = time.perf_counter()
             rows.append((marks["plan+"] - t0, marks["work+"] - marks["plan+"], marks["work-"] - marks["work+"],
                          t1 - marks["work-"], t1 - t0))
     finally:
-        batch._plan, batch._Group.fill, batch.work = saved
+        batch._plan, batch._Group.fill, batch.fill_group = saved
     times = np.array(rows) * 1e3
     serial, overlapped = times[:, 0] + times[:, 3], times[:, 1] + times[:, 2]
     before, loop, kernel, after, total = np.median(times, axis=0)

@@ -6,8 +6,8 @@ changed since its last mask reuses it; for the others it looks up the pair of le
 state (building the state's tables if need be) and plans the row (the stack's top states when the pair
 has stack-dependent classes or the end of input may be accepted: the lexer state's end terminals are
 looked up, not fed), publishing the rows a few at a time, per compiled grammar and tables, while
-``n - 1`` helper threads (``threads=n``, woken when the first group of rows is published:
-:mod:`grammask.batch_crew`; they never take the GIL) already fill them in a ``nogil`` Numba kernel (:mod:`grammask.batch_kernels`): a thread
+``n - 1`` helper threads (``threads=n``, woken as the call begins: :mod:`grammask.batch_crew`; they never take
+the GIL) already fill them in a ``nogil`` Numba kernel (:mod:`grammask.batch_kernels`): a thread
 takes the next published row by an atomic compare-and-swap (:mod:`grammask.atomics`), copies the pair's
 precomputed mask into the matcher's bitmask row and adds the marked classes the stack accepts and EOS where the
 stack takes the end terminals. When planning ends the calling thread fills too. A helper that the OS wakes late
@@ -21,7 +21,6 @@ a memo would write every row twice.
 from __future__ import annotations
 
 import operator
-import threading
 import time
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
@@ -33,10 +32,11 @@ from grammask.batch_crew import (
     OWN,
     Crew,
     address,
-    crew,
     describe,
     fill_group,
+    give_crew,
     table_rows,
+    take_crew,
 )
 from grammask.batch_kernels import (
     CELLS,
@@ -84,24 +84,22 @@ class _Arrays:
 
 
 _spare: list[_Arrays] = []
-_spare_lock = threading.Lock()
 _SPARE = 8  # arrays kept for later calls
 
 
 def _take(n: int) -> _Arrays:
-    """Arrays for ``n`` rows: kept ones if some are large enough, else new ones (a power of two of rows)."""
-    with _spare_lock:
-        for k, arrays in enumerate(_spare):
-            if arrays.capacity >= n:
-                return _spare.pop(k)
-    return _Arrays(1 << max(n - 1, 0).bit_length())
+    """Arrays for ``n`` rows: the last ones kept if large enough, else new ones (a power of two of rows)."""
+    try:
+        arrays = _spare.pop()  # (atomic under the GIL: concurrent calls take different ones)
+    except IndexError:
+        arrays = None
+    return arrays if arrays is not None and arrays.capacity >= n else _Arrays(1 << max(n - 1, 0).bit_length())
 
 
 def _give(arrays: _Arrays) -> None:
     """Keep ``arrays`` for a later call."""
-    with _spare_lock:
-        if len(_spare) < _SPARE:
-            _spare.append(arrays)
+    if len(_spare) < _SPARE:
+        _spare.append(arrays)
 
 
 class _Group:
@@ -249,12 +247,14 @@ def _counted_near(m: Matcher) -> bool:
     return m._counting is not None and m._counting.near(m._lexstate, m._post)
 
 
-def _check_args(matchers: Sequence[Matcher], bitmask: np.ndarray, indices: Sequence[int] | None) -> Sequence[int]:
-    """The row of each matcher; :class:`ConfigurationError` for the argument errors :func:`fill_masks` names (but
-    ``threads``)."""
+def _check_args(matchers: Sequence[Matcher], bitmask: np.ndarray,
+                indices: Sequence[int] | None) -> tuple[Sequence[int], bool]:
+    """The row of each matcher and whether ``bitmask`` is C-contiguous; :class:`ConfigurationError` for the argument
+    errors :func:`fill_masks` names (but ``threads``)."""
     if not isinstance(bitmask, np.ndarray) or bitmask.ndim != 2 or bitmask.dtype != np.int32:
         raise ConfigurationError("bitmask must be a 2-D int32 NumPy array (rows of mask words)")
-    if not bitmask.flags.writeable:
+    flags = bitmask.flags
+    if not flags.writeable:
         raise ConfigurationError("bitmask is read-only")
     n_rows = bitmask.shape[0]
     if indices is None:
@@ -280,7 +280,7 @@ def _check_args(matchers: Sequence[Matcher], bitmask: np.ndarray, indices: Seque
             if bitmask.shape[1] != view.n_words:
                 raise ConfigurationError(f"bitmask rows have {bitmask.shape[1]} words, expected {view.n_words} for "
                                          f"{m.compiled.vocab.n_logits} logits")
-    return rows
+    return rows, flags.c_contiguous
 
 
 def fill_masks(matchers: Sequence[Matcher], bitmask: np.ndarray, indices: Sequence[int] | None = None, *,
@@ -308,21 +308,24 @@ def fill_masks(matchers: Sequence[Matcher], bitmask: np.ndarray, indices: Sequen
     if not isinstance(threads, int) or threads < 1:
         raise ConfigurationError(f"threads must be a positive int, got {threads!r}")
     groups: list[_Group] = []
-    # The kernels read arrays by descriptor as C-contiguous (a strided bitmask, such as a wider array's first columns,
-    # is filled by the calling thread alone, from the arrays themselves). Helpers are woken first: their wake-up
-    # overlaps the argument checks.
-    contiguous = isinstance(bitmask, np.ndarray) and bitmask.flags.c_contiguous
+    # Helpers are woken first: their wake-up overlaps the argument checks. The kernels read arrays by descriptor as
+    # C-contiguous (a strided bitmask, such as a wider array's first columns, is filled by the calling thread alone,
+    # from the arrays themselves).
     try:
-        with crew(min(threads, len(matchers)) - 1 if contiguous else 0, len(matchers)) as helpers:
-            rows = _check_args(matchers, bitmask, indices)
+        helpers = take_crew(min(threads, len(matchers)) - 1, len(matchers))
+        try:
+            rows, contiguous = _check_args(matchers, bitmask, indices)
             bitmask_row = (address(bitmask), *bitmask.shape) if contiguous else None
             failed = True
             try:
-                memo, own, budgeted = _plan(matchers, rows, bitmask, bitmask_row, helpers, groups)
+                memo, own, budgeted = _plan(matchers, rows, bitmask, bitmask_row, helpers if contiguous else None,
+                                            groups)
                 failed = False
             finally:
                 for group in groups:
                     group.fill(failed)
+        finally:
+            give_crew(helpers)
         for group in groups:
             group.finish(bitmask)
     finally:

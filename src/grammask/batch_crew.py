@@ -23,7 +23,6 @@ import os
 import threading
 import time
 import weakref
-from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
 import numba as nb
@@ -282,25 +281,26 @@ class Crew:
 
 
 _free: list[Crew] = []
-_free_lock = threading.Lock()
 
 
-@contextlib.contextmanager
-def crew(helpers: int, groups: int) -> Iterator[Crew | None]:
+def take_crew(helpers: int, groups: int) -> Crew | None:
     """A crew with ``helpers`` helper threads woken for a call of up to ``groups`` groups (None when there are to be
-    none), closed and kept for a later call afterwards."""
+    none); :func:`give_crew` ends the call."""
     if helpers < 1 or not HAS_FUTEX:
-        yield None
-        return
-    with _free_lock:
-        c = _free.pop() if _free else Crew()
-    c.begin(helpers, groups)
+        return None
     try:
-        yield c
-    finally:
+        c = _free.pop()  # (atomic under the GIL: concurrent calls take different crews)
+    except IndexError:
+        c = Crew()
+    c.begin(helpers, groups)
+    return c
+
+
+def give_crew(c: Crew | None) -> None:
+    """End the call of crew ``c`` (:meth:`Crew.close`) and keep it for a later call."""
+    if c is not None:
         c.close()
-        with _free_lock:
-            _free.append(c)
+        _free.append(c)
 
 
 def _forget_crews() -> None:
