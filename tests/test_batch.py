@@ -234,6 +234,21 @@ def test_concurrent_callers_with_growing_pools():
     assert failures == []
 
 
+@pytest.mark.parametrize("threads", [1, 2])
+def test_kept_arrays_serve_calls_of_every_size(monkeypatch, threads):
+    from grammask import batch
+
+    monkeypatch.setattr(batch, "_spare", [])
+    compiled = get_compiled("json", "smollm2")
+    matchers = _mid_document_matchers(compiled, get_vocab("smollm2"), seed=31, n=70)
+    for n in (3, 70, 2, 70, 33):
+        expected = _one_by_one(matchers[:n], n, list(range(n)))
+        got = np.full_like(expected, -1)
+        fill_masks(matchers[:n], got, threads=threads)
+        assert (got == expected).all(), n
+    assert [a.capacity for a in batch._spare] == [128]  # 4 rows kept for 3 gave way to 128 for 70, kept since
+
+
 def test_rows_equal_fill_mask_on_llama3():
     compiled = get_compiled("json", "llama3")
     matchers = _mid_document_matchers(compiled, get_vocab("llama3"), seed=11, n=24)
