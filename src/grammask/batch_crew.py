@@ -3,12 +3,12 @@ the GIL: the caller plans rows in Python (holding the GIL) while they fill, and 
 them, not when the interpreter would hand them the GIL.
 
 A crew is a few threads, each in a ``nogil`` Numba loop (:func:`_serve`), and one mailbox (an int64 array). A call
-takes a free crew (:func:`crew`; concurrent calls take different ones), opens ``n`` seats and wakes the threads as it
+takes a free crew (:func:`take_crew`; concurrent calls take different ones), opens ``n`` seats and wakes the threads as it
 begins (a futex, :mod:`grammask.atomics`: a thread's wake-up, ~0.05-0.15 ms after an idle while, overlaps the
 caller's argument checks and first plans). Each group of rows the call plans is published to the crew as one row of a
 descriptor table (every array the group's kernel reads: address and shape; the mailbox holds the table's address),
 and a thread that took a seat fills each group's rows as they are published (:func:`grammask.batch_kernels.work`),
-then leaves.A
+then leaves. A
 thread the OS wakes after the call has closed its seats finds none left and goes back to sleep; the call waits for
 the threads that took a seat to leave before its arrays can go. The threads are kept off the caller's CPU (a guest
 OS puts a woken thread on its waker's CPU even where another is idle, and two threads would then share one CPU),
