@@ -202,12 +202,33 @@ def test_bad_input_raises_configuration_error():
         ((ms, good), {"threads": 0}),
         ((ms, good, [0, 1, 2.0]), {}),                            # not an int
         ((ms, np.broadcast_to(good, good.shape)), {}),             # read-only
+        (([*ms[:2], "x"], good), {}),                             # not a matcher
+        (([compiled.matcher(canonical=True), *ms[:2]], good[:, :-1]), {}),  # rows too narrow (canonical)
     ]
     for args, kwargs in bad:
         with pytest.raises(ConfigurationError):
             fill_masks(*args, **kwargs)
     assert not good.any()
 
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_canonical_matchers_among_plain_ones(threads):
+    vocab = get_vocab("smollm2")
+    compiled = get_compiled("json", "smollm2")
+    plain = _mid_document_matchers(compiled, vocab, seed=41, n=6, budgets=False)
+    canonical = []
+    for text in ['{"a": [1, ', '[true, "x', '']:
+        m = compiled.matcher(canonical=True)
+        for t in vocab.encode(text):
+            m.advance(t)
+        canonical.append(m)
+    matchers = [plain[0], canonical[0], *plain[1:4], canonical[1], *plain[4:], canonical[2]]
+    expected = _one_by_one(matchers, len(matchers), list(range(len(matchers))))
+    got = np.full_like(expected, -1)
+    fill_masks(matchers, got, threads=threads)
+    assert (got == expected).all()
+    assert not (got[1] == _one_by_one([canonical[0]._matcher], 1, [0])[0]).all()  # the canonical row, not the plain one
 
 
 def test_concurrent_callers_with_growing_pools():

@@ -58,8 +58,9 @@ from grammask.batch_kernels import (
     wait,
     work,
 )
+from grammask.bitmask import bitmask_words
 from grammask.errors import ConfigurationError, MatcherStateError
-from grammask.matcher import _STACK_VIEW, _TERMINATED, Matcher
+from grammask.matcher import _STACK_VIEW, _TERMINATED, Matcher, TokenSteps
 from grammask.parser.kernels import ALWAYS, UNKNOWN
 
 if TYPE_CHECKING:
@@ -247,10 +248,11 @@ def _counted_near(m: Matcher) -> bool:
     return m._counting is not None and m._counting.near(m._lexstate, m._post)
 
 
-def _check_args(matchers: Sequence[Matcher], bitmask: np.ndarray,
-                indices: Sequence[int] | None) -> tuple[Sequence[int], bool]:
-    """The row of each matcher and whether ``bitmask`` is C-contiguous; :class:`ConfigurationError` for the argument
-    errors :func:`fill_masks` names (but ``threads``)."""
+def _check_args(matchers: Sequence[TokenSteps], bitmask: np.ndarray, indices: Sequence[int] | None
+                ) -> tuple[Sequence[Matcher], Sequence[int], list[tuple[TokenSteps, int]], bool]:
+    """The plain matchers and their rows, the other matchers with theirs (filled by their own ``fill_mask``), and
+    whether ``bitmask`` is C-contiguous; :class:`ConfigurationError` for the argument errors :func:`fill_masks` names
+    (but ``threads``)."""
     if not isinstance(bitmask, np.ndarray) or bitmask.ndim != 2 or bitmask.dtype != np.int32:
         raise ConfigurationError("bitmask must be a 2-D int32 NumPy array (rows of mask words)")
     flags = bitmask.flags
@@ -274,16 +276,41 @@ def _check_args(matchers: Sequence[Matcher], bitmask: np.ndarray,
         if len(set(rows)) != len(rows):
             raise ConfigurationError("indices name the same row twice")
     view = None
-    for m in matchers:
-        if m._rt is not view:  # a batch's matchers mostly share one grammar: one check for a run of them
-            view = m._rt
-            if bitmask.shape[1] != view.n_words:
-                raise ConfigurationError(f"bitmask rows have {bitmask.shape[1]} words, expected {view.n_words} for "
-                                         f"{m.compiled.vocab.n_logits} logits")
-    return rows, flags.c_contiguous
+    try:
+        for m in matchers:
+            if m._rt is not view:  # a batch's matchers mostly share one grammar: one check for a run of them
+                view = m._rt
+                _check_width(bitmask, view.n_words, m)
+    except AttributeError:  # not only plain matchers
+        return (*_sorted_out(matchers, rows, bitmask), flags.c_contiguous)
+    return matchers, rows, [], flags.c_contiguous
 
 
-def fill_masks(matchers: Sequence[Matcher], bitmask: np.ndarray, indices: Sequence[int] | None = None, *,
+def _sorted_out(matchers: Sequence[TokenSteps], rows: Sequence[int], bitmask: np.ndarray
+                ) -> tuple[list[Matcher], list[int], list[tuple[TokenSteps, int]]]:
+    """:func:`_check_args`'s plain matchers with their rows, and the other matchers with theirs."""
+    plain, plain_rows, others = [], [], []
+    for i, (m, row) in enumerate(zip(matchers, rows, strict=True)):
+        if isinstance(m, Matcher):
+            _check_width(bitmask, m._rt.n_words, m)
+            plain.append(m)
+            plain_rows.append(row)
+        elif isinstance(m, TokenSteps):
+            _check_width(bitmask, bitmask_words(m.compiled.vocab.n_logits), m)
+            others.append((m, row))
+        else:
+            raise ConfigurationError(f"matchers[{i}] is a {type(m).__name__}, not a matcher (compiled.matcher())")
+    return plain, plain_rows, others
+
+
+def _check_width(bitmask: np.ndarray, n_words: int, m: TokenSteps) -> None:
+    """:class:`ConfigurationError` unless ``bitmask``'s rows have the ``n_words`` words ``m``'s masks need."""
+    if bitmask.shape[1] != n_words:
+        raise ConfigurationError(f"bitmask rows have {bitmask.shape[1]} words, expected {n_words} for "
+                                 f"{m.compiled.vocab.n_logits} logits")
+
+
+def fill_masks(matchers: Sequence[TokenSteps], bitmask: np.ndarray, indices: Sequence[int] | None = None, *,
                threads: int = 1) -> None:
     """Fill row ``indices[i]`` (row ``i`` without ``indices``) of ``bitmask`` as ``matchers[i].fill_mask`` would.
 
@@ -295,14 +322,15 @@ def fill_masks(matchers: Sequence[Matcher], bitmask: np.ndarray, indices: Sequen
     threads; the Python work per matcher (gathering its state, planning its row, budgets) stays on the
     calling thread, while the other threads (native, never holding the GIL; Linux only, and for a
     C-contiguous bitmask: otherwise the calling thread fills every row) already fill the rows planned
-    so far. Rows not named
+    so far. Canonical matchers (``matcher(canonical=True)``) may be among them: their rows are made by
+    their own ``fill_mask``, in Python, after the others. Rows not named
     are left as they are (the bitmask may have more rows than matchers, as xgrammar's batched fill
     allows).
 
     Raises :class:`ConfigurationError` if ``bitmask`` is not a writable 2-D int32 array with rows of
     the vocabulary's width, if without ``indices`` it has fewer rows than matchers, if ``indices``
-    does not give each matcher its own row in range, or if ``threads`` is not a positive int, before
-    anything is written; :class:`MatcherStateError` as ``fill_mask`` does (an internal error: with
+    does not give each matcher its own row in range, if an entry of ``matchers`` is not a matcher, or
+    if ``threads`` is not a positive int, before anything is written; :class:`MatcherStateError` as ``fill_mask`` does (an internal error: with
     helper threads, rows they had begun are left all zeros, no token allowed; the others as they were).
     """
     if not isinstance(threads, int) or threads < 1:
@@ -314,7 +342,7 @@ def fill_masks(matchers: Sequence[Matcher], bitmask: np.ndarray, indices: Sequen
     try:
         helpers = take_crew(min(threads, len(matchers)) - 1, len(matchers))
         try:
-            rows, contiguous = _check_args(matchers, bitmask, indices)
+            matchers, rows, others, contiguous = _check_args(matchers, bitmask, indices)
             bitmask_row = (address(bitmask), *bitmask.shape) if contiguous else None
             failed = True
             try:
@@ -333,7 +361,7 @@ def fill_masks(matchers: Sequence[Matcher], bitmask: np.ndarray, indices: Sequen
             _give(group.arrays)
     for m, row in memo:
         bitmask[row] = m._mask
-    for m, row in own:
+    for m, row in own + others:
         m.fill_mask(bitmask[row])  # a budget restricts in fill_mask (and is never built for counted terminals)
     for m, row in budgeted:
         m._budget.restrict(bitmask[row], m._lexstate, m._stack, len(m._history), m._post)

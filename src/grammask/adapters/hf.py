@@ -83,7 +83,7 @@ class GrammarLogitsProcessor(transformers.LogitsProcessor):
         self._seen = length
         generated = input_ids[:, self._prompt_len :].cpu().numpy()
         matchers: dict[bytes, Matcher | CanonicalMatcher | None] = {}
-        batched: list[Matcher] = []
+        batched: list[Matcher | CanonicalMatcher] = []
         batched_rows: list[int] = []
         for r in range(rows):
             key = generated[r].tobytes()
@@ -94,12 +94,10 @@ class GrammarLogitsProcessor(transformers.LogitsProcessor):
                 self.bitmask[r] = 0
             elif m.is_terminated():
                 self.bitmask[r] = -1
-            elif isinstance(m, Matcher):
+            else:
                 batched.append(m)
                 batched_rows.append(r)
-            else:
-                m.fill_mask(self.bitmask[r])
-        fill_masks(batched, self.bitmask, batched_rows)  # the plain matchers' rows in one call
+        fill_masks(batched, self.bitmask, batched_rows)  # the rows in one call (canonical ones by their fill_mask)
         self._matchers = matchers
         apply_token_bitmask_(scores, torch.from_numpy(self.bitmask))
         self.mask_seconds += perf_counter() - start
