@@ -203,6 +203,7 @@ def test_bad_input_raises_configuration_error():
         ((ms, good, [0, 1, 2.0]), {}),                            # not an int
         ((ms, np.broadcast_to(good, good.shape)), {}),             # read-only
         (([*ms[:2], "x"], good), {}),                             # not a matcher
+        ((iter(ms), good), {}),                                   # not a sequence
         (([compiled.matcher(canonical=True), *ms[:2]], good[:, :-1]), {}),  # rows too narrow (canonical)
     ]
     for args, kwargs in bad:

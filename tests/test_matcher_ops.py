@@ -177,3 +177,45 @@ def test_budget_counts_from_the_end_of_the_prefix():
         assert m.num_tokens <= need + 3
     with pytest.raises(gm.BudgetError):
         compiled.matcher(need - 1, prefix=prefix)
+
+
+@pytest.mark.parametrize("canonical", [False, True])
+def test_bad_arguments_name_the_problem(canonical):
+    vocab = get_vocab("smollm2")
+    compiled = gm.Compiler(vocab).compile(gm.Grammar.builtin("json"))
+    m = compiled.matcher(canonical=canonical)
+    row = allocate_bitmask(1, vocab.n_logits)[0]
+    for token in ("a", 3.0, None, "5"):
+        with pytest.raises(gm.errors.TokenOutOfRangeError, match="is not an integer"):
+            m.advance(token)
+        with pytest.raises(gm.errors.TokenOutOfRangeError, match="is not an integer"):
+            m.accept_tokens([token])
+    for bad in (row.astype(np.float32), row.astype(np.int64), np.stack([row, row]), list(row), row[::2]):
+        with pytest.raises(gm.errors.ConfigurationError, match="mask row"):
+            m.fill_mask(bad)
+    read_only = row.copy()
+    read_only.flags.writeable = False
+    with pytest.raises(gm.errors.ConfigurationError, match="read-only"):
+        m.fill_mask(read_only)
+    with pytest.raises(gm.errors.MatcherStateError, match="number of tokens"):
+        m.rollback("x")
+    m.advance(np.int64(vocab.encode("[")[0]))  # NumPy ints are token ids
+    m.rollback(np.int64(1))
+    assert m.fill_mask(row) is None and not m.is_terminated()
+    with pytest.raises(gm.errors.ConfigurationError, match="prefix must be text"):
+        compiled.matcher(prefix=5, canonical=canonical)
+    with pytest.raises(gm.errors.ConfigurationError, match="counts >= 0"):
+        allocate_bitmask(-1, vocab.n_logits)
+
+
+@pytest.mark.parametrize("grammar", [gm.Grammar.from_regex(""), gm.Grammar.from_lark("start:"),
+                                     gm.Grammar.from_gbnf("root ::= ")], ids=["regex", "lark", "gbnf"])
+def test_a_grammar_of_the_empty_text_allows_only_eos(grammar):
+    # No terminal at all: the lexer is built from no automata (it crashed on them).
+    vocab = get_vocab("smollm2")
+    compiled = gm.Compiler(vocab, cache=False).compile(grammar)
+    for options in ({}, {"max_tokens": 1}, {"canonical": True}, {"canonical": True, "max_tokens": 1}):
+        m = compiled.matcher(**options)
+        assert m.allowed_tokens().tolist() == sorted(vocab.eos_ids), options
+        m.advance(min(vocab.eos_ids))
+        assert m.is_terminated()

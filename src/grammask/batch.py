@@ -329,18 +329,22 @@ def fill_masks(matchers: Sequence[TokenSteps], bitmask: np.ndarray, indices: Seq
 
     Raises :class:`ConfigurationError` if ``bitmask`` is not a writable 2-D int32 array with rows of
     the vocabulary's width, if without ``indices`` it has fewer rows than matchers, if ``indices``
-    does not give each matcher its own row in range, if an entry of ``matchers`` is not a matcher, or
+    does not give each matcher its own row in range, if ``matchers`` is not a sequence of matchers, or
     if ``threads`` is not a positive int, before anything is written; :class:`MatcherStateError` as ``fill_mask`` does (an internal error: with
     helper threads, rows they had begun are left all zeros, no token allowed; the others as they were).
     """
     if not isinstance(threads, int) or threads < 1:
         raise ConfigurationError(f"threads must be a positive int, got {threads!r}")
+    try:
+        n = len(matchers)
+    except TypeError:
+        raise ConfigurationError(f"matchers must be a sequence of matchers, got {type(matchers).__name__}") from None
     groups: list[_Group] = []
     # Helpers are woken first: their wake-up overlaps the argument checks. The kernels read arrays by descriptor as
     # C-contiguous (a strided bitmask, such as a wider array's first columns, is filled by the calling thread alone,
     # from the arrays themselves).
     try:
-        helpers = take_crew(min(threads, len(matchers)) - 1, len(matchers))
+        helpers = take_crew(min(threads, n) - 1, n)
         try:
             matchers, rows, others, contiguous = _check_args(matchers, bitmask, indices)
             bitmask_row = (address(bitmask), *bitmask.shape) if contiguous else None

@@ -4,6 +4,10 @@ from __future__ import annotations
 
 import numpy as np
 
+from grammask.errors import ConfigurationError
+
+_INT32 = np.dtype(np.int32)
+
 
 def bitmask_words(n_tokens: int) -> int:
     """Number of int32 words that hold one mask row over ``n_tokens`` tokens."""
@@ -11,8 +15,26 @@ def bitmask_words(n_tokens: int) -> int:
 
 
 def allocate_bitmask(n_rows: int, n_tokens: int) -> np.ndarray:
-    """A zeroed ``(n_rows, words)`` int32 array for ``fill_mask`` to write into."""
+    """A zeroed ``(n_rows, words)`` int32 array for ``fill_mask`` to write into.
+
+    Raises :class:`ConfigurationError` for a negative count.
+    """
+    if n_rows < 0 or n_tokens < 0:
+        raise ConfigurationError(f"a bitmask needs counts >= 0, got {n_rows} rows of {n_tokens} tokens")
     return np.zeros((n_rows, bitmask_words(n_tokens)), dtype=np.int32)
+
+
+def check_row(row: np.ndarray, n_tokens: int) -> None:
+    """:class:`ConfigurationError` unless ``row`` is a writable 1-D int32 NumPy array of ``bitmask_words(n_tokens)``
+    words (what ``fill_mask`` writes into)."""
+    if not isinstance(row, np.ndarray) or (row.dtype is not _INT32 and row.dtype != _INT32) or row.ndim != 1:
+        what = f"a {row.ndim}-D {row.dtype} array" if isinstance(row, np.ndarray) else f"a {type(row).__name__}"
+        raise ConfigurationError(f"a mask row must be a 1-D int32 NumPy array (a bitmask's row), got {what}")
+    if row.shape[0] != bitmask_words(n_tokens):
+        raise ConfigurationError(f"mask row has {row.shape[0]} words, expected {bitmask_words(n_tokens)} for "
+                                 f"{n_tokens} logits")
+    if not row.flags.writeable:
+        raise ConfigurationError("mask row is read-only")
 
 
 def bitmask_to_bool(row: np.ndarray, n_tokens: int) -> np.ndarray:

@@ -31,17 +31,16 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from grammask.bitmask import bitmask_words, bool_to_bitmask
+from grammask.bitmask import bitmask_words, bool_to_bitmask, check_row
 from grammask.canonical import NOT_CANONICAL, CanonicalRelation
 from grammask.canonical_budget import CanonicalBudget, without_ids
 from grammask.errors import (
     BudgetError,
     CanonicalError,
     MatcherStateError,
-    TokenOutOfRangeError,
     TokenRejectedError,
 )
-from grammask.matcher import Matcher, TokenSteps
+from grammask.matcher import Matcher, TokenSteps, token_index
 from grammask.parser.stack import StackNumbers
 from grammask.spanner import SequenceTable, walk_alive
 
@@ -636,8 +635,10 @@ class CanonicalMatcher(TokenSteps):
     def fill_mask(self, row: np.ndarray) -> None:
         """Write the allowed-token bitmask into ``row`` (int32 words, xgrammar/vLLM layout).
 
-        Raises :class:`~grammask.errors.ConfigurationError` if ``row`` has the wrong number of words.
+        Raises :class:`~grammask.errors.ConfigurationError` unless ``row`` is a writable 1-D int32 array of
+        ``bitmask_words(vocab.n_logits)`` words.
         """
+        check_row(row, self.compiled.vocab.n_logits)
         plain = self._matcher
         key = None
         if plain.max_tokens is None and not plain.is_terminated():  # unbudgeted (a canonical budget has a plain one)
@@ -691,8 +692,7 @@ class CanonicalMatcher(TokenSteps):
         :class:`~grammask.errors.MatcherStateError` after EOS.
         """
         vocab = self.compiled.vocab
-        if not 0 <= token_id < vocab.n_logits:
-            raise TokenOutOfRangeError(f"token id {token_id} is out of range [0, {vocab.n_logits})")
+        token_id = token_index(token_id, vocab.n_logits)
         if self._matcher.is_terminated():
             raise MatcherStateError("the matcher has already accepted EOS; roll back or start a new matcher")
         rel = self._relation

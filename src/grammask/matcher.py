@@ -15,12 +15,13 @@ a token budget also masks every token after which no complete output fits the bu
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 import numpy as np
 
-from grammask.bitmask import bitmask_words
+from grammask.bitmask import bitmask_words, check_row
 from grammask.budget import TokenBudget
 from grammask.errors import (
     BudgetUnsupportedError,
@@ -50,6 +51,29 @@ _STACK_VIEW = 256
 _MAX_FORCED = 4096
 
 
+def token_index(token_id: int, n_logits: int) -> int:
+    """``token_id`` as an int; :class:`TokenOutOfRangeError` if it is not an integer or not in ``[0, n_logits)``."""
+    if type(token_id) is not int:
+        try:
+            token_id = operator.index(token_id)
+        except TypeError:
+            raise TokenOutOfRangeError(f"token id {token_id!r} is not an integer") from None
+    if not 0 <= token_id < n_logits:
+        raise TokenOutOfRangeError(f"token id {token_id} is out of range [0, {n_logits})")
+    return token_id
+
+
+def rollback_count(k: int, accepted: int) -> int:
+    """``k`` as an int; :class:`MatcherStateError` unless it is an integer in ``[0, accepted]``."""
+    try:
+        k = operator.index(k)
+    except TypeError:
+        raise MatcherStateError(f"cannot roll back {k!r} tokens: give a number of tokens") from None
+    if not 0 <= k <= accepted:
+        raise MatcherStateError(f"cannot roll back {k} tokens: {accepted} accepted so far")
+    return k
+
+
 class TokenSteps:
     """``accept_token``/``accept_tokens``/``validate_tokens`` for any matcher with ``advance`` and ``rollback``."""
 
@@ -74,7 +98,7 @@ class TokenSteps:
         Raises :class:`TokenOutOfRangeError` for an id outside ``[0, vocab.n_logits)``.
         """
         for n, token_id in enumerate(token_ids):
-            if not self.accept_token(int(token_id)):
+            if not self.accept_token(token_id):
                 return n
         return len(token_ids)
 
@@ -136,6 +160,8 @@ class Matcher(TokenSteps):
         self._mask_key: tuple | None = None
         if self._indenter is not None and self._indenter.spec.eof_newline:
             self._lexstate, self._stack, self._post, self._late = self._state_after(b"\n")  # CPython measures line 1 too
+        if not isinstance(prefix, (str, bytes)):
+            raise ConfigurationError(f"prefix must be text (str or bytes), got {type(prefix).__name__}")
         if prefix:
             self._lexstate, self._stack, self._post, self._late = self._state_after(
                 prefix.encode() if isinstance(prefix, str) else prefix)
@@ -243,12 +269,12 @@ class Matcher(TokenSteps):
     def fill_mask(self, row: np.ndarray) -> None:
         """Write the allowed-token bitmask into ``row`` (int32 words, xgrammar/vLLM layout).
 
-        Raises :class:`ConfigurationError` if ``row`` does not have ``bitmask_words(vocab.n_logits)`` words
-        (and :class:`MatcherStateError` on an internal error: no mask table for the current state).
+        Raises :class:`ConfigurationError` unless ``row`` is a writable 1-D int32 array of
+        ``bitmask_words(vocab.n_logits)`` words (and :class:`MatcherStateError` on an internal error: no mask table
+        for the current state).
         """
         rt = self._rt
-        if row.shape[-1] != rt.n_words:
-            raise ConfigurationError(f"mask row has {row.shape[-1]} words, expected {rt.n_words} for {self.compiled.vocab.n_logits} logits")
+        check_row(row, self.compiled.vocab.n_logits)
         if self._lexstate == _TERMINATED:
             row[:] = 0
             row[rt.eos_words] |= rt.eos_bits
@@ -390,8 +416,7 @@ class Matcher(TokenSteps):
         :class:`MatcherStateError` after EOS.
         """
         vocab = self.compiled.vocab
-        if not 0 <= token_id < vocab.n_logits:
-            raise TokenOutOfRangeError(f"token id {token_id} is out of range [0, {vocab.n_logits})")
+        token_id = token_index(token_id, vocab.n_logits)
         if self._lexstate == _TERMINATED:
             raise MatcherStateError("the matcher has already accepted EOS; roll back or start a new matcher")
         budget = self._budget
@@ -628,8 +653,7 @@ class Matcher(TokenSteps):
 
         Raises :class:`MatcherStateError` if fewer were accepted or ``k`` is negative (state unchanged).
         """
-        if k < 0 or k > len(self._history):
-            raise MatcherStateError(f"cannot roll back {k} tokens: {len(self._history)} accepted so far")
+        k = rollback_count(k, len(self._history))
         if k == 0:
             return
         self._lexstate, self._stack, self._post, self._late = self._history[-k]

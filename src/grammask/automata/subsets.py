@@ -60,8 +60,8 @@ def determinize(nfas: Sequence[ByteNFA], deadline: Deadline, minimal: bool = Fal
     first_class = np.searchsorted(points, flat[:, 0]).astype(np.int32)
     end_class = np.searchsorted(points, flat[:, 1] + 1).astype(np.int32)
     target = (flat[:, 2] + np.repeat(state_offset, n_edges)).astype(np.int32)
-    finals = offset[:-1] + [nfa.final for nfa in nfas]
-    starts = offset[:-1] + [nfa.start for nfa in nfas]
+    finals = offset[:-1] + np.array([nfa.final for nfa in nfas], dtype=np.int64)  # (int64 also with no NFAs)
+    starts = offset[:-1] + np.array([nfa.start for nfa in nfas], dtype=np.int64)
     tag = np.full(n_states, -1, dtype=np.int32)
     if minimal:
         accepting = np.fromiter(map(bool, chain.from_iterable(nfa.eps for nfa in nfas)), dtype=bool, count=n_states)

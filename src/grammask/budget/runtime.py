@@ -804,7 +804,8 @@ def _ending(engine: Engine) -> tuple:
     ends = completes(lexer)  # a fallback's chain, and a lexeme banned at the end, are not counted as ending the input
     if lexer.ban is not None:
         ends &= ~((lexer.ban_row >= 0) & lexer.ban[np.maximum(lexer.ban_row, 0), 256])
-    eof_term = np.where(ends, parser_term[np.maximum(accept, 0)], -2).astype(np.int32)
+    term_of = parser_term[np.maximum(accept, 0)] if len(parser_term) else np.full(len(accept), -2)  # no terminals
+    eof_term = np.where(ends, term_of, -2).astype(np.int32)
     eof_term[0] = -1
     after_newline = np.zeros(tables.n_states, dtype=np.bool_)
     newline = dedent = -1
