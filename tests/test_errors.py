@@ -5,8 +5,10 @@ from __future__ import annotations
 import pytest
 from conftest import get_vocab
 
+import grammask as gm
 from grammask import Grammar, compile
 from grammask.errors import (
+    ConfigurationError,
     EmptyLanguageError,
     GrammarConflictError,
     GrammarError,
@@ -73,3 +75,18 @@ def test_sampler_without_ignored_terminals_reports_unseparable_lexemes():
     grammar = Grammar.from_lark('start: WORD WORD\nWORD: /[a-z]+/\n')
     with pytest.raises(GrammarError, match="lex(es)? apart"):
         SentenceSampler(grammar).sample(random.Random(0))
+
+
+def test_wrong_kinds_of_argument_are_named():
+    vocab = get_vocab("smollm2")
+    with pytest.raises(ConfigurationError, match="takes a Vocabulary"):
+        gm.Compiler(None)
+    compiler = gm.Compiler(vocab, cache=False)
+    for bad in (None, 'start: "a"'):
+        with pytest.raises(GrammarError, match="compile takes a Grammar"):
+            compiler.compile(bad)
+    for load, what in ((gm.Grammar.from_lark, "Lark grammar"), (gm.Grammar.from_regex, "regex"),
+                       (gm.Grammar.from_gbnf, "GBNF grammar")):
+        for bad in (None, 5, b"x"):
+            with pytest.raises(GrammarError, match=f"a {what} must be text"):
+                load(bad)

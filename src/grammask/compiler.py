@@ -20,7 +20,7 @@ from grammask.cache import DiskCache
 from grammask.canonical import CanonicalRelation, build_relation
 from grammask.compiled import CompiledGrammar, CompileStats, encode_compiled
 from grammask.engine import Engine
-from grammask.errors import ConfigurationError, Deadline, check_timeout
+from grammask.errors import ConfigurationError, Deadline, GrammarError, check_timeout
 from grammask.fetch import cache_dir
 from grammask.gc_pause import collector_paused
 from grammask.grammar.ir import Grammar
@@ -47,6 +47,9 @@ class Compiler:
         self, vocab: Vocabulary, *, cache: bool | str | Path = True, max_memory: int = 64, threads: int = 1,
         timeout: float | None = None, lazy: bool = False,
     ):
+        if not isinstance(vocab, Vocabulary):
+            raise ConfigurationError(f"a Compiler takes a Vocabulary (e.g. Vocabulary.from_hf(tokenizer)), got "
+                                     f"{type(vocab).__name__}")
         if max_memory < 0 or threads < 1:
             raise ConfigurationError(f"max_memory must be >= 0 and threads >= 1, not {max_memory} and {threads}")
         self.timeout = check_timeout(timeout)
@@ -69,8 +72,12 @@ class Compiler:
         compiled (a terminal no automaton can express, an LALR conflict, an empty language),
         :class:`~grammask.errors.CompileTimeoutError` when the time is up (checked between steps of
         the long loops, so it comes a little after), :class:`~grammask.errors.ConfigurationError`
-        for a timeout that is not a positive number.
+        for a timeout that is not a positive number; :class:`~grammask.errors.GrammarError` for something
+        that is not a :class:`Grammar`.
         """
+        if not isinstance(grammar, Grammar):
+            raise GrammarError(f"compile takes a Grammar (Grammar.from_lark(text), .from_json_schema(schema), "
+                               f".builtin(name), ...), got {type(grammar).__name__}")
         deadline = Deadline(self.timeout if timeout is None else check_timeout(timeout), grammar.name)
         key = self._key(grammar)
         with self._lock:

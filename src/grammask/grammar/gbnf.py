@@ -31,7 +31,7 @@ from grammask.errors import (
     GrammarSyntaxError,
     UndefinedSymbolError,
 )
-from grammask.grammar.ir import Grammar, Rule, Terminal
+from grammask.grammar.ir import Grammar, Rule, Terminal, require_text
 from grammask.grammar.json_schema.automaton import dfa_from_ast
 from grammask.grammar.regex_frontend import (
     alt,
@@ -271,7 +271,7 @@ def grammar_from_gbnf(text: str, *, start: str = "root", name: str = "gbnf") -> 
     grammar that matches no string, and :class:`~grammask.errors.GrammarConflictError` for a
     recursive grammar that is not LALR(1) once every character is a token.
     """
-    rules = _Parser(text).rules()
+    rules = _Parser(require_text(text, "a GBNF grammar")).rules()
     if start not in rules:
         raise UndefinedSymbolError(f"GBNF: the grammar has no '{start}' rule")
     reachable = _reachable(rules, start)

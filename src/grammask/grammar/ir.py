@@ -250,3 +250,10 @@ class Grammar:
         if self.backtrack:
             doc["backtrack"] = True
         return hashlib.sha256(json.dumps(doc, sort_keys=True).encode()).hexdigest()
+
+
+def require_text(text: object, what: str) -> str:
+    """``text`` if it is a str; :class:`GrammarError` naming ``what`` otherwise (bytes included: decode them first)."""
+    if not isinstance(text, str):
+        raise GrammarError(f"{what} must be text (a str), got {type(text).__name__}")
+    return text

@@ -16,7 +16,14 @@ from grammask.errors import (
     GrammarSyntaxError,
     UndefinedSymbolError,
 )
-from grammask.grammar.ir import Grammar, Indentation, Rule, Semicolons, Terminal
+from grammask.grammar.ir import (
+    Grammar,
+    Indentation,
+    Rule,
+    Semicolons,
+    Terminal,
+    require_text,
+)
 
 _UNDEFINED = re.compile(r"(?:Rule|Terminal) '?([^' ]+)'? used but not defined|Terminals? used but not defined")
 
@@ -45,6 +52,7 @@ def grammar_from_lark(
     for an unknown ``conflicts``, and :class:`~grammask.errors.ConfigurationError` for a ``postlex`` of neither kind or
     another ``lexer``. Terminal regexes are checked at compile time.
     """
+    require_text(text, "a Lark grammar")
     if lexer not in ("basic", "contextual"):
         raise ConfigurationError(
             f"lexer={lexer!r}: grammask builds Lark's LALR lexers, 'contextual' and 'basic' (Earley's 'dynamic' "

@@ -29,7 +29,7 @@ from grammask.errors import (
     EmptyLanguageError,
     UnsupportedRegexError,
 )
-from grammask.grammar.ir import Count, Grammar, Rule, Terminal
+from grammask.grammar.ir import Count, Grammar, Rule, Terminal, require_text
 
 if sys.version_info >= (3, 11):
     from re import _constants as sre
@@ -447,7 +447,7 @@ def grammar_from_regex(pattern: str, *, name: str = "regex", count: bool = True)
     Text that is not a valid regex also raises :class:`UnsupportedRegexError`; a pattern that matches
     no string raises :class:`~grammask.errors.EmptyLanguageError`.
     """
-    node = parse_pattern(pattern, dialect="python")
+    node = parse_pattern(require_text(pattern, "a regex"), dialect="python")
     if is_nothing(node):
         raise EmptyLanguageError(f"regex {pattern!r} matches no string")
     counted = _counted(node) if count else None
