@@ -25,8 +25,11 @@ def allocate_bitmask(n_rows: int, n_tokens: int) -> np.ndarray:
 
 
 def check_row(row: np.ndarray, n_tokens: int) -> None:
-    """:class:`ConfigurationError` unless ``row`` is a writable 1-D int32 NumPy array of ``bitmask_words(n_tokens)``
-    words (what ``fill_mask`` writes into)."""
+    """Check that ``row`` is what ``fill_mask`` writes into.
+
+    Raises :class:`ConfigurationError` unless ``row`` is a writable 1-D int32 NumPy array of
+    ``bitmask_words(n_tokens)`` words.
+    """
     if not isinstance(row, np.ndarray) or (row.dtype is not _INT32 and row.dtype != _INT32) or row.ndim != 1:
         what = f"a {row.ndim}-D {row.dtype} array" if isinstance(row, np.ndarray) else f"a {type(row).__name__}"
         raise ConfigurationError(f"a mask row must be a 1-D int32 NumPy array (a bitmask's row), got {what}")

@@ -52,7 +52,10 @@ _MAX_FORCED = 4096
 
 
 def token_index(token_id: int, n_logits: int) -> int:
-    """``token_id`` as an int; :class:`TokenOutOfRangeError` if it is not an integer or not in ``[0, n_logits)``."""
+    """``token_id`` as an int.
+
+    Raises :class:`TokenOutOfRangeError` if it is not an integer or not in ``[0, n_logits)``.
+    """
     if type(token_id) is not int:
         try:
             token_id = operator.index(token_id)
@@ -64,7 +67,10 @@ def token_index(token_id: int, n_logits: int) -> int:
 
 
 def rollback_count(k: int, accepted: int) -> int:
-    """``k`` as an int; :class:`MatcherStateError` unless it is an integer in ``[0, accepted]``."""
+    """``k`` as an int.
+
+    Raises :class:`MatcherStateError` unless it is an integer in ``[0, accepted]``.
+    """
     try:
         k = operator.index(k)
     except TypeError:

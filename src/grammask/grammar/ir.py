@@ -253,7 +253,10 @@ class Grammar:
 
 
 def require_text(text: object, what: str) -> str:
-    """``text`` if it is a str; :class:`GrammarError` naming ``what`` otherwise (bytes included: decode them first)."""
+    """``text``, checked to be a str.
+
+    Raises :class:`GrammarError` naming ``what`` otherwise (bytes included: decode them first).
+    """
     if not isinstance(text, str):
         raise GrammarError(f"{what} must be text (a str), got {type(text).__name__}")
     return text
