@@ -280,7 +280,7 @@ def _check_args(matchers: Sequence[TokenSteps], bitmask: np.ndarray, indices: Se
         for m in matchers:
             if m._rt is not view:  # a batch's matchers mostly share one grammar: one check for a run of them
                 view = m._rt
-                _check_width(bitmask, view.n_words, m)
+                _check_width(bitmask, m)
     except AttributeError:  # not only plain matchers
         return (*_sorted_out(matchers, rows, bitmask), flags.c_contiguous)
     return matchers, rows, [], flags.c_contiguous
@@ -292,22 +292,22 @@ def _sorted_out(matchers: Sequence[TokenSteps], rows: Sequence[int], bitmask: np
     plain, plain_rows, others = [], [], []
     for i, (m, row) in enumerate(zip(matchers, rows, strict=True)):
         if isinstance(m, Matcher):
-            _check_width(bitmask, m._rt.n_words, m)
             plain.append(m)
             plain_rows.append(row)
         elif isinstance(m, TokenSteps):
-            _check_width(bitmask, bitmask_words(m.compiled.vocab.n_logits), m)
             others.append((m, row))
         else:
             raise ConfigurationError(f"matchers[{i}] is a {type(m).__name__}, not a matcher (compiled.matcher())")
+        _check_width(bitmask, m)
     return plain, plain_rows, others
 
 
-def _check_width(bitmask: np.ndarray, n_words: int, m: TokenSteps) -> None:
-    """:class:`ConfigurationError` unless ``bitmask``'s rows have the ``n_words`` words ``m``'s masks need."""
-    if bitmask.shape[1] != n_words:
-        raise ConfigurationError(f"bitmask rows have {bitmask.shape[1]} words, expected {n_words} for "
-                                 f"{m.compiled.vocab.n_logits} logits")
+def _check_width(bitmask: np.ndarray, m: TokenSteps) -> None:
+    """:class:`ConfigurationError` unless ``bitmask``'s rows have the words ``m``'s masks need."""
+    n_logits = m.compiled.vocab.n_logits
+    if bitmask.shape[1] != bitmask_words(n_logits):
+        raise ConfigurationError(f"bitmask rows have {bitmask.shape[1]} words, expected {bitmask_words(n_logits)} for "
+                                 f"{n_logits} logits")
 
 
 def fill_masks(matchers: Sequence[TokenSteps], bitmask: np.ndarray, indices: Sequence[int] | None = None, *,
@@ -330,8 +330,9 @@ def fill_masks(matchers: Sequence[TokenSteps], bitmask: np.ndarray, indices: Seq
     Raises :class:`ConfigurationError` if ``bitmask`` is not a writable 2-D int32 array with rows of
     the vocabulary's width, if without ``indices`` it has fewer rows than matchers, if ``indices``
     does not give each matcher its own row in range, if ``matchers`` is not a sequence of matchers, or
-    if ``threads`` is not a positive int, before anything is written; :class:`MatcherStateError` as ``fill_mask`` does (an internal error: with
-    helper threads, rows they had begun are left all zeros, no token allowed; the others as they were).
+    if ``threads`` is not a positive int, before anything is written; :class:`MatcherStateError` as
+    ``fill_mask`` does (an internal error: with helper threads, rows they had begun are left all zeros,
+    no token allowed; the others as they were).
     """
     if not isinstance(threads, int) or threads < 1:
         raise ConfigurationError(f"threads must be a positive int, got {threads!r}")

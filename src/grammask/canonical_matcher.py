@@ -638,13 +638,13 @@ class CanonicalMatcher(TokenSteps):
         Raises :class:`~grammask.errors.ConfigurationError` unless ``row`` is a writable 1-D int32 array of
         ``bitmask_words(vocab.n_logits)`` words.
         """
-        check_row(row, self.compiled.vocab.n_logits)
         plain = self._matcher
         key = None
         if plain.max_tokens is None and not plain.is_terminated():  # unbudgeted (a canonical budget has a plain one)
             key = self._rows.key(plain, self._state)  # the row is a function of these (remembered in ``rows``)
             made = self._rows.get(key)
-            if made is not None and made.shape == row.shape:
+            if made is not None:
+                check_row(row, self.compiled.vocab.n_logits)  # (plain.fill_mask checks it otherwise)
                 np.copyto(row, made)
                 return
         plain.fill_mask(row)

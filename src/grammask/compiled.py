@@ -128,7 +128,7 @@ class CompiledGrammar:
         Raises :class:`~grammask.errors.TextRejectedError` (with the byte position) for a prefix no
         sentence starts with, :class:`~grammask.errors.BudgetError` when no output fits the budget (with
         ``canonical``: when no canonical output is found within it), :class:`~grammask.errors.ConfigurationError`
-        when ``max_tokens`` is not an int, and :class:`~grammask.errors.CanonicalError` when the
+        when ``max_tokens`` is not an int or ``prefix`` is not text, and :class:`~grammask.errors.CanonicalError` when the
         vocabulary has no tokenizer, its tokenizer's canonical encodings cannot be modelled, or (regex) no string
         of the language has one.
         """

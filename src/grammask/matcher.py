@@ -148,6 +148,8 @@ class Matcher(TokenSteps):
     def __init__(self, compiled: CompiledGrammar, max_tokens: int | None = None, prefix: str | bytes = ""):
         """A matcher at the start of a document, or after ``prefix``; use ``compiled.matcher()`` (which
         documents what it raises)."""
+        if not isinstance(prefix, (str, bytes)):
+            raise ConfigurationError(f"prefix must be text (str or bytes), got {type(prefix).__name__}")
         engine = compiled._engine
         self.compiled = compiled
         self._rt = engine.view
@@ -166,8 +168,6 @@ class Matcher(TokenSteps):
         self._mask_key: tuple | None = None
         if self._indenter is not None and self._indenter.spec.eof_newline:
             self._lexstate, self._stack, self._post, self._late = self._state_after(b"\n")  # CPython measures line 1 too
-        if not isinstance(prefix, (str, bytes)):
-            raise ConfigurationError(f"prefix must be text (str or bytes), got {type(prefix).__name__}")
         if prefix:
             self._lexstate, self._stack, self._post, self._late = self._state_after(
                 prefix.encode() if isinstance(prefix, str) else prefix)
