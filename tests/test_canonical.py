@@ -325,3 +325,28 @@ def test_character_classes_are_the_tokenizers_own(name):
             if chr(c) in " \n\r'" or chr(c) in "strevmldSTREVMLD":
                 continue
             assert by_signature[signature(chr(c))] == _CLASSES[table[c]], hex(c)
+
+
+@pytest.mark.parametrize("name", ["smollm2", "llama3", "qwen3"])
+def test_cuts_of_long_runs_are_the_pre_tokenizers_own(name):
+    """The cuts computed on a class string with long runs cut short (``squeeze``) and moved back equal the
+    pre-tokenizer's own on the whole string, for texts ending there and for every continuation tried; texts of
+    random runs of every class (white space, letters, digits, apostrophes, contraction letters, the rest)."""
+    from grammask.canonical.pretokens import Segmenter, squeeze
+
+    seg = relation(name)._seg
+    fresh = Segmenter.__new__(Segmenter)  # memos of its own: every answer below is computed, not remembered
+    fresh.__dict__.update(seg.__dict__, _memo={}, _closed_memo={})
+    pre = seg._pre_tokenizer
+    rng = random.Random(11)
+    alphabet = " \t\n\r!b1'sSt"
+    squeezed = 0
+    for _ in range(1500):
+        text = "".join(rng.choice(alphabet) * rng.choice((1, 1, 2, 3, 4, 5, 9, 30)) for _ in range(rng.randint(1, 6)))
+        classes = seg.classes.class_string(text)
+        squeezed += squeeze(classes)[1] != ()
+        assert fresh.closed_cuts(text) == tuple(end for _, (_, end) in pre.pre_tokenize_str(classes)), repr(text)
+        partial = rng.choice((b"", b"\xc3", b"\xe2\x80", b"\xf0\x9f"))
+        last = seg.classes.partial_classes(partial) if partial else None
+        assert fresh.cuts(text, partial) == fresh._compute_cuts(classes, last), (text, partial)
+    assert squeezed > 500

@@ -15,7 +15,10 @@ tokenizer's own pre-tokenizer, and memoised by that string (:meth:`CharClasses.c
 letters are told apart only right after an apostrophe). Which class a character is in is asked of the tokenizer's
 own pre-tokenizer too (:class:`CharClasses`): its regex engine's Unicode tables are not Python's. Cuts near the end of a text depend on
 what follows: every continuation of up to two classes is tried (and more only ever extends a white-space
-run, which a two-class continuation already shows).
+run, which a two-class continuation already shows). A run of four or more equal classes the regexes do not count
+(white space, letters, the rest; not digits, apostrophes or contraction letters) is cut only at its ends or one
+character inside them, so the cuts are computed and memoised on the class string with such runs cut to three
+characters (:func:`squeeze`), then moved back: a long word or white-space run costs what a short one does.
 """
 
 from __future__ import annotations
@@ -68,7 +71,7 @@ class CharClasses:
     def __init__(self, table: np.ndarray):
         """``table[c]``: the index into ``"\\t b1!"`` of code point ``c``'s class (5 for surrogates)."""
         self.table = table
-        self._memo: dict[str, str] = {}
+        self._by_code = _ClassByCode(table)
         self._partial_memo: dict[bytes, frozenset[str]] = {}
 
     @classmethod
@@ -102,11 +105,7 @@ class CharClasses:
 
     def char_class(self, ch: str) -> str:
         """The representative of ``ch``'s class: itself for space, CR, LF, apostrophe and contraction letters."""
-        found = self._memo.get(ch)
-        if found is None:
-            found = ch if ch in " \n\r'" or ch in _CONTRACTION_LETTERS else _CLASSES[self.table[ord(ch)]]
-            self._memo[ch] = found
-        return found
+        return self._by_code[ord(ch)]
 
     def class_string(self, text: str, open_start: bool = False) -> str:
         """``text`` with each character replaced by :meth:`char_class`, where a contraction letter stays itself only
@@ -114,7 +113,7 @@ class CharClasses:
 
         ``open_start``: the first two characters keep theirs too (an apostrophe may stand before the text).
         """
-        classes = "".join(map(self.char_class, text))
+        classes = text.translate(self._by_code)
         if "'" not in classes:
             return classes[:2] + classes[2:].translate(_AS_LETTER) if open_start else classes.translate(_AS_LETTER)
         out = list(classes)
@@ -144,6 +143,19 @@ class CharClasses:
 
 
 _AS_LETTER = str.maketrans(dict.fromkeys(_CONTRACTION_LETTERS, "b"))
+
+
+class _ClassByCode(dict):
+    """:meth:`CharClasses.char_class` by code point, filled as code points are met (a ``str.translate`` table)."""
+
+    def __init__(self, table: np.ndarray):
+        super().__init__()
+        self._table = table
+
+    def __missing__(self, code: int) -> str:
+        ch = chr(code)
+        found = self[code] = ch if ch in " \n\r'" or ch in _CONTRACTION_LETTERS else _CLASSES[self._table[code]]
+        return found
 
 
 @cache
@@ -259,24 +271,24 @@ class Segmenter:
         n = len(text)
         if not self.splits:
             return ((), (n,)) if n and not partial else ((),)
-        classes = self.classes.class_string(text)
+        classes, moves = squeeze(self.classes.class_string(text))
         key = (classes, self.classes.partial_classes(partial) if partial else None)
         found = self._memo.get(key)
         if found is None:
             found = self._memo[key] = self._compute_cuts(classes, key[1])
-        return found
+        return tuple(_moved(moves, cuts) for cuts in found) if moves else found
 
     def closed_cuts(self, text: str) -> tuple[int, ...]:
         """The pre-tokenizer's cuts in the whole text ``text`` (nothing follows it), ending with ``len(text)``."""
         n = len(text)
         if not self.splits:
             return (n,) if n else ()
-        classes = self.classes.class_string(text)
+        classes, moves = squeeze(self.classes.class_string(text))
         found = self._closed_memo.get(classes)
         if found is None:
             pieces = self._pre_tokenizer.pre_tokenize_str(classes)
             found = self._closed_memo[classes] = tuple(end for _, (_, end) in pieces)
-        return found
+        return _moved(moves, found) if moves else found
 
     def _compute_cuts(self, classes: str, last: frozenset[str] | None) -> tuple[tuple[int, ...], ...]:
         n = len(classes)
@@ -286,6 +298,35 @@ class Segmenter:
                 pieces = self._pre_tokenizer.pre_tokenize_str(classes + tail + more)
                 found.add(tuple(end for _, (_, end) in pieces if 0 < end <= n))
         return tuple(sorted(found))
+
+
+_SQUEEZED_RUN = re.compile(r"([ \t\n\r!b])\1{3,}")
+
+
+def squeeze(classes: str) -> tuple[str, tuple[tuple[int, int], ...]]:
+    """``classes`` (a class string) with each run of four or more equal uncounted classes cut to three characters, and
+    how to move a cut of the result back: ``(position, shift)`` per run, ascending, meaning cuts at or after
+    ``position`` (the run's last character, in the result) lie ``shift`` characters further in ``classes``."""
+    if _SQUEEZED_RUN.search(classes) is None:
+        return classes, ()
+    moves = []
+    removed = 0
+    for m in _SQUEEZED_RUN.finditer(classes):
+        removed += m.end() - m.start() - 3
+        moves.append((m.start() + 2 - (removed - (m.end() - m.start() - 3)), removed))
+    return _SQUEEZED_RUN.sub(lambda m: m.group(1) * 3, classes), tuple(moves)
+
+
+def _moved(moves: Sequence[tuple[int, int]], cuts: tuple[int, ...]) -> tuple[int, ...]:
+    """``cuts`` (positions in a squeezed class string) moved back to the string before :func:`squeeze`."""
+    out = []
+    k, shift = 0, 0
+    for cut in cuts:
+        while k < len(moves) and moves[k][0] <= cut:
+            shift = moves[k][1]
+            k += 1
+        out.append(cut + shift)
+    return tuple(out)
 
 
 def _check_space_marker(normalizers: Sequence[Mapping[str, Any]]) -> None:

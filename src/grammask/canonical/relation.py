@@ -15,6 +15,7 @@ States are interned as small integers.
 
 from __future__ import annotations
 
+import bisect
 import itertools
 import threading
 import unicodedata
@@ -95,6 +96,7 @@ class CanonicalRelation:
         self._next: dict[tuple[int, int], int] = {}
         self._alive_memo: dict[int, bool] = {}
         self._group_memo: dict[tuple, bool] = {}
+        self._pair_memo: dict[tuple[int, int], bool] = {}
         by_first: dict[int, list[int]] = {}
         for i in sorted(range(len(self._tokens)), key=lambda i: len(self._tokens[i] or b"")):
             if self._tokens[i] is not None and 0x80 <= self._tokens[i][0] < 0xC0:
@@ -315,23 +317,30 @@ class CanonicalRelation:
         pre-token group it ends is not checked, and each cut hypothesis under which the rest holds adds
         ``(the tokens before it in its group, whether the group is closed)`` to ``alts``.
         """
-        parts = [self._tokens[t] for t in window]
+        parts = list(map(self._tokens.__getitem__, window))
         data = b"".join(parts)
         if at_start and self._seg.prepend_space and not data.startswith(b" "):
             return None
-        split = split_utf8(data)
-        if split is None or (final and split[1]):
-            return None
-        text, partial = split
+        try:
+            text, partial = data.decode("utf-8"), b""
+        except UnicodeDecodeError:
+            split = split_utf8(data)
+            if split is None or final:  # (the text ends inside a character)
+                return None
+            text, partial = split
         if self._seg.nfc and not unicodedata.is_normalized("NFC", text):
             return None
-        char_at = list(itertools.accumulate((len(c.encode()) for c in text), initial=0))
+        if len(text) + len(partial) == len(data):  # one byte a character
+            char_at: Sequence[int] = range(len(text) + 1)
+        else:
+            char_at = list(itertools.accumulate((len(c.encode()) for c in text), initial=0))
         ends = list(itertools.accumulate(map(len, parts)))
         starts = [0, *ends[:-1]]
-        first_token = {s: i for i, s in enumerate(starts)}
         certain = set(starts) if not self._seg.splits else set()
         token = char = 0
-        for c0, c1, tid in self._seg.added_matches(text):
+        matches = self._seg.added_matches(text)
+        first_token = {s: i for i, s in enumerate(starts)} if matches else {}
+        for c0, c1, tid in matches:
             i = first_token.get(char_at[c0])
             if i is None or ends[i] != char_at[c1] or window[i] != tid:
                 return None
@@ -359,7 +368,7 @@ class CanonicalRelation:
         ends: list[int],
         t0: int,
         t1: int,
-        char_at: list[int],
+        char_at: Sequence[int],
         c0: int,
         n: int,
         hypotheses: Sequence[tuple[int, ...]],
@@ -413,10 +422,21 @@ class CanonicalRelation:
                 return group == [piece]
         if not all(pairs.whole[t] for t in group):
             return False
-        for a, b in itertools.pairwise(group):
-            if not pair_kept(model.merges, self._stage(a)[0], self._stage(b)[1]):
+        for pair in itertools.pairwise(group):
+            if not self._pair_ok(pair):
                 return False
         return not model.byte_fallback or self._fallback_ok(group)
+
+    def _pair_ok(self, pair: tuple[int, int]) -> bool:
+        """Whether BPE keeps the whole tokens ``pair`` apart (:func:`pair_kept`); remembered (up to
+        :data:`_REMEMBERED_GROUPS` pairs, then forgotten all at once): a run of one token repeats one pair."""
+        found = self._pair_memo.get(pair)
+        if found is None:
+            if len(self._pair_memo) >= _REMEMBERED_GROUPS:
+                self._pair_memo.clear()
+            a, b = pair
+            found = self._pair_memo[pair] = pair_kept(self._model.merges, self._stage(a)[0], self._stage(b)[1])
+        return found
 
     def _fallback_ok(self, group: list[int]) -> bool:
         """Whether every run of ``<0xNN>`` tokens spells characters that are not pieces."""
@@ -440,7 +460,7 @@ class CanonicalRelation:
         starts: list[int],
         ends: list[int],
         text: str,
-        char_at: list[int],
+        char_at: Sequence[int],
         certain: set[int],
     ) -> int:
         """How many leading tokens to forget: those before the last certain cut no added token straddles.
@@ -448,12 +468,13 @@ class CanonicalRelation:
         Without a splitting pre-tokenizer every token start is certain, and the last token is kept
         for the pair it makes with the next one.
         """
-        byte_char = {b: c for c, b in enumerate(char_at)}
         positions = [*starts[1:], ends[-1]] if self._seg.splits else starts[1:]
         for i in range(len(positions), 0, -1):
             p = positions[i - 1]
-            pc = byte_char.get(p)
-            if p in certain and pc is not None and not self._seg.straddles(text, pc):
+            if p not in certain:
+                continue
+            pc = bisect.bisect_left(char_at, p)  # the character that starts at byte p, if one does
+            if pc < len(char_at) and char_at[pc] == p and not self._seg.straddles(text, pc):
                 return i
         return 0
 
