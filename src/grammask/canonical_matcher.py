@@ -299,6 +299,7 @@ class ForcedTextCheck:
         self._steps: OrderedDict[tuple, Matcher | None] = OrderedDict()
         self.cleared = 0
         self._recent: list[int] = []  # canonical continuations found lately: tried first
+        self._last_among: tuple[np.ndarray, tuple[int, ...], list[int]] | None = None
         self.rows = MaskRows()
 
     def restrict(self, row: np.ndarray, matcher: Matcher, r: int) -> None:
@@ -379,7 +380,7 @@ class ForcedTextCheck:
             return False
         if allowed is None:
             allowed = self._allowed(probe)
-        recent = _among(allowed, self._recent)
+        recent = self._recent_among(allowed)
         first = allowed[: self._few].tolist()
         for u in itertools.chain(recent, first):
             if self._goes_on(probe, u, r, depth):
@@ -393,6 +394,17 @@ class ForcedTextCheck:
             if self._goes_on(probe, u, r, depth):
                 return False
         return True
+
+    def _recent_among(self, allowed: np.ndarray) -> list[int]:
+        """The continuations found lately that ``allowed`` holds, in order; the last answer is kept (a group's tokens
+        ask it of one ``allowed`` while the continuations stay the same)."""
+        key = tuple(self._recent)
+        last = self._last_among
+        if last is not None and last[0] is allowed and last[1] == key:
+            return last[2]
+        found = _among(allowed, self._recent)
+        self._last_among = (allowed, key, found)
+        return found
 
     def _goes_on(self, probe: Matcher, u: int, r: int, depth: int) -> bool:
         """Whether ``u`` is a canonical step from ``r`` that is not found dead in turn; remembered in ``_recent``."""
