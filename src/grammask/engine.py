@@ -160,6 +160,7 @@ class MatcherView:
         self.eos_words = eos // 32
         self.eos_bits = np.left_shift(1, eos % 32).astype(np.uint32).view(np.int32)
         self.n_words = t.masks.shape[1]
+        self.n_logits = engine.vocab.n_logits
         self._lexer = engine.lexer
         self._parser_term = engine.parser_term.tolist()
         self._end = int(tables.end)

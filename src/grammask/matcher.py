@@ -280,7 +280,7 @@ class Matcher(TokenSteps):
         for the current state).
         """
         rt = self._rt
-        check_row(row, self.compiled.vocab.n_logits)
+        check_row(row, rt.n_logits)
         if self._lexstate == _TERMINATED:
             row[:] = 0
             row[rt.eos_words] |= rt.eos_bits
