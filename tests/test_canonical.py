@@ -272,15 +272,18 @@ def test_llama3_builds_within_a_minute():
 
 
 def _allowed_agrees_with_allowed_exact(name: str, text: str) -> int:
-    """``allowed`` (one check per shape) against ``allowed_exact`` (token by token) after each token of ``text``."""
+    """``allowed`` (one check per shape) against ``allowed_exact`` (token by token) after each token of ``text``;
+    the exact answers from a relation of their own (``allowed`` remembers the steps it decides, which
+    ``allowed_exact`` would read)."""
     rel, vocab = relation(name), get_vocab(name)
-    state, checked = rel.start_state(), 0
+    exact_rel = build_relation(vocab, cache=False)
+    state, exact_state, checked = rel.start_state(), exact_rel.start_state(), 0
     for t in vocab.encode(text):
+        exact = {u for u, data in enumerate(vocab.tokens) if data is not None and exact_rel.allowed_exact(exact_state, u)}
         fast = set(rel.allowed(state).tolist())
-        exact = {u for u, data in enumerate(vocab.tokens) if data is not None and rel.allowed_exact(state, u)}
         assert fast == exact, [vocab.tokens[u] for u in sorted(fast ^ exact)[:10]]
         assert np.array_equal(rel.allowed(state), rel.allowed(state))  # the remembered answer
-        state = rel.step(state, t)
+        state, exact_state = rel.step(state, t), exact_rel.step(exact_state, t)
         checked += 1
     return checked
 
@@ -350,3 +353,24 @@ def test_cuts_of_long_runs_are_the_pre_tokenizers_own(name):
         last = seg.classes.partial_classes(partial) if partial else None
         assert fresh.cuts(text, partial) == fresh._compute_cuts(classes, last), (text, partial)
     assert squeezed > 500
+
+
+@pytest.mark.parametrize("name", ["smollm2", "llama3"])
+def test_tokens_ending_inside_a_character_are_decided_as_one_by_one(name):
+    """The tokens ``allowed`` decides by groups although they end inside a character (one check per group, then
+    their ids: ``_decide_partials``) against ``allowed_exact`` on a relation of its own, after each token of texts
+    where such tokens may continue a word, follow white space or punctuation, or start a new pre-token."""
+    rel, vocab = relation(name), get_vocab(name)
+    exact_rel = build_relation(vocab, cache=False)
+    checked = 0
+    for text in ("résumé naïve café", "“quoted” — ok…", "日本語のテキスト", "Ünïcödé: ñ, ß; 🙂!"):
+        state, exact_state = rel.start_state(), exact_rel.start_state()
+        for t in vocab.encode(text):
+            allowed = rel.allowed(state)  # (builds the groups)
+            singles = rel._groups.single.tolist()
+            fast = set(allowed[np.isin(allowed, singles)].tolist())
+            exact = {u for u in singles if exact_rel.allowed_exact(exact_state, u)}
+            assert fast == exact, (text, [vocab.tokens[u] for u in sorted(fast ^ exact)[:10]])
+            state, exact_state = rel.step(state, t), exact_rel.step(exact_state, t)
+            checked += 1
+    assert checked > 20

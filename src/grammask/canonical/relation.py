@@ -25,7 +25,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from grammask.bitmask import bool_to_bitmask
-from grammask.canonical.groups import ShapeTable, TokenGroups
+from grammask.canonical.groups import ShapeTable, TokenGroups, shape
 from grammask.canonical.model import BYTE_TO_CHAR, BpeModel
 from grammask.canonical.pairs import PairTable, pair_kept
 from grammask.canonical.pretokens import Segmenter
@@ -103,6 +103,7 @@ class CanonicalRelation:
                 by_first.setdefault(self._tokens[i][0], []).append(i)
         self._by_first_byte = by_first
         self._groups: TokenGroups | None = None
+        self._partials: tuple[list[np.ndarray], list[int]] | None = None
         self.lock = threading.RLock()
         self._words: OrderedDict[int, np.ndarray] = OrderedDict()
 
@@ -243,11 +244,73 @@ class CanonicalRelation:
                     break  # a group starting with the token asks only that it is whole: nothing allows more
         split = split_utf8(b"".join(self._tokens[t] for t in window))
         inside = split is not None and bool(split[1])
-        singles = groups.single[groups.single_goes_on == inside].tolist()
+        if inside:
+            singles = groups.single[groups.single_goes_on].tolist()
+        else:
+            partials, singles = self._partial_singles()
+            for members in partials:
+                if only is not None:
+                    members = members[only[members]]
+                singles += self._decide_partials(state, members, out, conditions)
         for t in singles + groups.completing_added(split[0] if split else ""):
             if only is None or only[t]:
                 out[t], ends[t] = self._one(state, t)
         return out, ends
+
+    def _partial_singles(self) -> tuple[list[np.ndarray], list[int]]:
+        """The singles :meth:`_decide` asks after text that ends between characters: those that start a character
+        and end inside one, grouped by the shape of their whole characters and the classes of the character their
+        last bytes begin (for a byte-level tokenizer that splits, without NFC or added tokens; see
+        :meth:`_decide_partials`), and the others, checked one by one."""
+        if self._partials is None:
+            groups, seg = self._groups, self._seg
+            grouped = seg.splits and not seg.nfc and not seg.added and not self._model.byte_fallback
+            by_shape: dict[tuple[str, frozenset[str]], list[int]] = {}
+            others = []
+            for t in groups.single[~groups.single_goes_on].tolist():
+                split = split_utf8(self._tokens[t]) if grouped else None
+                if split is None or not split[1]:
+                    others.append(t)
+                else:
+                    key = (shape(split[0], seg.classes), seg.classes.partial_classes(split[1]))
+                    by_shape.setdefault(key, []).append(t)
+            self._partials = ([np.array(m, dtype=np.int64) for m in by_shape.values()], others)
+        return self._partials[0], list(self._partials[1])
+
+    def _decide_partials(self, state: int, members: np.ndarray, out: np.ndarray,
+                         conditions: dict[tuple[tuple[int, ...], bool], np.ndarray | None]) -> list[int]:
+        """Sets ``out`` for one group of :meth:`_partial_singles` after ``state`` by one check, and remembers each
+        member's :meth:`step`; the members left to check one by one (all of them after an empty window).
+
+        The check is the first member's with its own id left open (``_check`` with ``alts``), which members of one
+        shape share, as they share what it forgets: a member may follow iff the pre-token group it ends under some
+        hypothesis that holds takes it (:meth:`_condition`, remembered in ``conditions``) and its state has a
+        canonical way to finish the character it ends inside.
+        """
+        at_start, window = self._states[state]
+        if not len(members) or not window:
+            return members.tolist()
+        alts: list[tuple[tuple[int, ...], bool]] = []
+        drop = self._check(at_start, (*window, int(members[0])), final=False, alts=alts)
+        after = self._next
+        if drop is None:
+            after.update(((state, t), NOT_CANONICAL) for t in members.tolist())
+            return []
+        ok = np.zeros(len(members), dtype=bool)
+        for alt in set(alts):
+            if alt not in conditions:
+                conditions[alt] = self._condition(*alt)
+            cond = conditions[alt]
+            if cond is not None:
+                ok |= cond[members]
+        fresh, kept = at_start and drop == 0, window[drop:]
+        for t, good in zip(members.tolist(), ok.tolist()):
+            found = self._state_of((fresh, (*kept, t))) if good else NOT_CANONICAL
+            if found != NOT_CANONICAL and not self._alive(found):
+                found = NOT_CANONICAL
+            out[t] = found != NOT_CANONICAL
+            after[(state, t)] = found
+        return []
 
     def _condition(self, prev: tuple[int, ...], closed: bool) -> np.ndarray | None:
         """Per token id: whether it may end a pre-token group that starts with ``prev`` (None: no id may)."""
@@ -280,12 +343,16 @@ class CanonicalRelation:
         drop = self._check(at_start, window, final=False)
         if drop is None:
             return NOT_CANONICAL
-        key = (at_start and drop == 0, window[drop:])
+        found = self._state_of((at_start and drop == 0, window[drop:]))
+        return found if self._alive(found) else NOT_CANONICAL
+
+    def _state_of(self, key: tuple[bool, tuple[int, ...]]) -> int:
+        """The state of ``(at the start, window)``, interned."""
         found = self._index.get(key)
         if found is None:
             found = self._index[key] = len(self._states)
             self._states.append(key)
-        return found if self._alive(found) else NOT_CANONICAL
+        return found
 
     def _alive(self, state: int) -> bool:
         """Whether a state whose text ends inside a character has a token that goes on canonically (others have)."""
