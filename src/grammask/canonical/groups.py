@@ -12,7 +12,10 @@ the id conditions for all of them at once (:func:`pairs_kept_after`, :attr:`Toke
 Tokens where the shape is not enough are checked one by one: text that is no complete UTF-8 (byte
 fallback pieces, fragments of a character), text that contains an added token, for an NFC normalizer
 text that is not NFC or starts with a character that can compose with the one before it, and, after
-text that ends inside an added token, the tokens whose text starts with its rest.
+text that ends inside an added token, the tokens whose text starts with its rest. (For a byte-level
+tokenizer that splits, without NFC or added tokens, the fragments that start a character are grouped
+after all, by the shape of their whole characters and the classes of the character they begin:
+``CanonicalRelation._decide_partials``.)
 """
 
 from __future__ import annotations
