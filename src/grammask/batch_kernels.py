@@ -60,9 +60,9 @@ def copy_words(dst, src):
 @nb.njit(cache=True, nogil=True)
 def fill_row(i, plan, states, n_unknown, bitmask, tables, stack_room, scratch):
     """Fill plan row ``i``'s bitmask row: the pair's mask, its marked classes the stack accepts
-    (:func:`add_marked_classes`), EOS (decided here where the plan says so); ``n_unknown[i]`` = classes left undecided. Whether Python must finish the
-    row (classes or EOS left undecided). ``stack_room`` and ``scratch``: a thread's room for the stack's top states
-    and for :func:`feed_sequence`."""
+    (:func:`add_marked_classes`), EOS (decided here where the plan says so); ``n_unknown[i]`` = classes left
+    undecided, which Python makes afterwards (as EOS where the plan left it undecided). ``stack_room`` and
+    ``scratch``: a thread's room for the stack's top states and for :func:`feed_sequence`."""
     (pair_mask, pair_marks, masks, marks_ptr, marks, state_span, state_class, state_lcp, state_dep, action, goto,
      rule_len, rule_lhs, seq_ptr, seq_terms, class_follow, follow_ptr, follow_terms, follow_any, word_ptr, words, bits,
      eos_words, eos_bits, end_table) = tables

@@ -30,15 +30,14 @@ def check_row(row: np.ndarray, n_tokens: int) -> None:
     Raises :class:`ConfigurationError` unless ``row`` is a writable 1-D int32 NumPy array of
     ``bitmask_words(n_tokens)`` words.
     """
-    if (type(row) is np.ndarray and row.dtype is _INT32 and row.ndim == 1 and row.shape[0] == (n_tokens + 31) // 32
-            and row.flags.writeable):
+    words = bitmask_words(n_tokens)
+    if type(row) is np.ndarray and row.dtype is _INT32 and row.ndim == 1 and row.shape[0] == words and row.flags.writeable:
         return  # (the common case, checked first: every fill_mask asks)
     if not isinstance(row, np.ndarray) or (row.dtype is not _INT32 and row.dtype != _INT32) or row.ndim != 1:
         what = f"a {row.ndim}-D {row.dtype} array" if isinstance(row, np.ndarray) else f"a {type(row).__name__}"
         raise ConfigurationError(f"a mask row must be a 1-D int32 NumPy array (a bitmask's row), got {what}")
-    if row.shape[0] != bitmask_words(n_tokens):
-        raise ConfigurationError(f"mask row has {row.shape[0]} words, expected {bitmask_words(n_tokens)} for "
-                                 f"{n_tokens} logits")
+    if row.shape[0] != words:
+        raise ConfigurationError(f"mask row has {row.shape[0]} words, expected {words} for {n_tokens} logits")
     if not row.flags.writeable:
         raise ConfigurationError("mask row is read-only")
 
